@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Create .venv and install forgekernel (editable) with its test tools.
+# On a machine without an NVIDIA GPU this installs the CPU build of torch 2.13.0; with a GPU
+# (nvidia-smi works) it keeps or installs the default CUDA build. Set FK_TORCH_SPEC to override.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+if [ -z "${FK_TORCH_SPEC:-}" ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    FK_TORCH_SPEC="torch"
+  else
+    FK_TORCH_SPEC="torch==2.13.0"
+  fi
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check "$FK_TORCH_SPEC" -e ".[test,llm]" 2>&1 \
+  | grep -v "is ignored: it is neither a file nor a directory" || true
+.venv/bin/python -c "import forgekernel, torch, triton; print('installed forgekernel', forgekernel.__version__, 'torch', torch.__version__, 'triton', triton.__version__)"

@@ -1,0 +1,95 @@
+"""The seams between the engine and its agents: the Coder and Architect protocols.
+
+A Coder implements one decision row by editing ``workspace/kernel.py`` (and files next to
+it). An Architect writes or revises the curriculum. Both receive everything they may see
+in a context object; neither ever sees hidden workloads, seeds, or the judge's internals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from forgekernel.errors import ForgeError
+from forgekernel.records import AgentCost, Curriculum, DecisionRow, Milestone, Profile, TaskSpec
+
+
+class AgentError(ForgeError, RuntimeError):
+    """The agent could not do its job (missing CLI or credential, API error, bad output)."""
+
+
+@dataclass(frozen=True)
+class AttemptNote:
+    """A short line of history the agents see: what was tried and how it ended."""
+
+    seq: int
+    row: str
+    status: str
+    speedup: float | None = None
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class CoderContext:
+    """What the coder may see for one row."""
+
+    task: TaskSpec
+    reference_source: str
+    workspace: Path
+    curriculum: Curriculum
+    milestone: Milestone
+    row: DecisionRow
+    profiles: tuple[Profile, ...] = ()
+    prescriptions: tuple[str, ...] = ()
+    feedback: str = ""
+    """The last verdict's feedback for this row (empty on a first try)."""
+    history: tuple[AttemptNote, ...] = ()
+    best: dict[str, Any] | None = None
+    """Summary of the best verdict so far (speedup, per-workload times), if any."""
+    retry: int = 0
+    check_command: tuple[str, ...] = ()
+    """Command the agent may run for a quick compile+correctness check on smoke workloads."""
+
+
+@dataclass(frozen=True)
+class CoderResult:
+    summary: str
+    cost: AgentCost
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ArchitectContext:
+    """What the architect may see when it plans or re-plans."""
+
+    task: TaskSpec
+    reference_source: str
+    profiles: tuple[Profile, ...] = ()
+    prescriptions: tuple[str, ...] = ()
+    current: Curriculum | None = None
+    reason: str = "initial plan"
+    history: tuple[AttemptNote, ...] = ()
+    best: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ArchitectResult:
+    curriculum: Curriculum
+    cost: AgentCost
+    notes: str = ""
+
+
+@runtime_checkable
+class Coder(Protocol):
+    name: str
+
+    def implement(self, ctx: CoderContext) -> CoderResult: ...
+
+
+@runtime_checkable
+class Architect(Protocol):
+    name: str
+
+    def plan(self, ctx: ArchitectContext) -> ArchitectResult: ...

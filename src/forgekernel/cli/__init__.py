@@ -1,0 +1,91 @@
+"""The `forge` command line: the only place that prints, exits or picks concrete backends.
+
+Commands live in ``cli/cmd_*.py`` modules; each registers its commands on :data:`app`
+when imported. Heavy libraries are imported inside command functions so ``forge --help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import typer
+
+from forgekernel import __version__
+from forgekernel.errors import ForgeError
+
+app = typer.Typer(
+    name="forge",
+    help="forgekernel: measure a PyTorch operator, plan, generate and judge faster GPU kernels.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"forgekernel {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """forgekernel: a self-evolving GPU-kernel agent."""
+
+
+def _load_commands() -> None:
+    here = Path(__file__).parent
+    for info in sorted(pkgutil.iter_modules([str(here)]), key=lambda i: i.name):
+        if info.name.startswith("cmd_"):
+            importlib.import_module(f"forgekernel.cli.{info.name}")
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one error line to stderr and return the Exit to raise."""
+    typer.echo(f"forge: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry: run the app, turning user errors into one line and exit 2."""
+    _load_commands()
+    try:
+        app(args=argv, prog_name="forge", standalone_mode=False)
+    except ForgeError as exc:
+        typer.echo(f"forge: error: {exc}", err=True)
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        typer.echo("forge: aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        typer.echo("forge: interrupted", err=True)
+        return 130
+    except Exception as exc:  # click usage errors and bugs alike end in one line
+        import click
+
+        if isinstance(exc, click.exceptions.UsageError):
+            typer.echo(f"forge: error: {exc.format_message()}", err=True)
+            return 2
+        if isinstance(exc, click.exceptions.ClickException):
+            typer.echo(f"forge: error: {exc.format_message()}", err=True)
+            return 2
+        with tempfile.NamedTemporaryFile("w", prefix="forge-crash-", suffix=".txt", delete=False) as fh:
+            traceback.print_exc(file=fh)
+        typer.echo(f"forge: internal error: {type(exc).__name__}: {exc} (traceback in {fh.name})", err=True)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

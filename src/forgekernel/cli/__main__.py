@@ -1,0 +1,5 @@
+import sys
+
+from forgekernel.cli import main
+
+sys.exit(main())

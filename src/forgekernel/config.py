@@ -1,0 +1,148 @@
+"""Configuration, merged once at the edge: defaults < local.env < environment < CLI flags.
+
+This is the only module that reads environment variables. Inner code receives a resolved
+:class:`Settings` (and, for SDK credentials, calls :func:`secret`). Secret values are never
+stored in Settings or printed; only whether they are present.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forgekernel.errors import ForgeError
+
+ENV_KEYS = {
+    "FK_DELIVERY": "delivery",
+    "FK_GPU": "gpu",
+    "REMOTE_HOST": "remote_host",
+    "REMOTE_WORKDIR": "remote_workdir",
+    "FK_AGENT": "agent",
+    "FK_ARCHITECT": "architect",
+    "FK_MODEL": "model",
+    "FK_ARTIFACTS": "artifacts",
+    "ANTHROPIC_BASE_URL": "anthropic_base_url",
+    "OPENAI_BASE_URL": "openai_base_url",
+    "FK_CLAUDE_BIN": "claude_bin",
+}
+"""Environment / local.env variable -> Settings field."""
+
+SECRET_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Credentials: reported as present or missing, never stored in Settings."""
+
+DELIVERIES = ("auto", "cpu", "local", "ssh", "ray")
+
+
+class ConfigError(ForgeError, ValueError):
+    """A bad configuration value (names the key and where it came from)."""
+
+
+class Settings(BaseModel):
+    """Resolved configuration for one command."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    delivery: Literal["auto", "cpu", "local", "ssh", "ray"] = "auto"
+    """Where judge jobs run; ``auto`` = ``local`` when a CUDA GPU is visible, else ``cpu``."""
+    gpu: int | None = None
+    """GPU index for the ``local`` delivery (CUDA_VISIBLE_DEVICES for the worker)."""
+    remote_host: str | None = None
+    """ssh alias of the GPU host (``ssh`` delivery)."""
+    remote_workdir: str | None = None
+    """Directory on the remote host where jobs run (``ssh`` delivery)."""
+    agent: str | None = None
+    """Coder backend; None = ``builtin``."""
+    architect: str | None = None
+    """Architect backend; None = the same as the coder."""
+    model: str | None = None
+    """Model name for LLM backends."""
+    artifacts: str = ".artifacts"
+    """Where `forge new` puts run directories."""
+    anthropic_base_url: str | None = None
+    openai_base_url: str | None = None
+    claude_bin: str | None = None
+    """Path of the `claude` CLI (default: found on PATH)."""
+    secrets_present: dict[str, bool] = Field(default_factory=dict)
+    sources: dict[str, str] = Field(default_factory=dict)
+    """Field -> where its value came from (default, local.env, environment, flag)."""
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse KEY=VALUE lines (comments and blanks ignored, optional quotes stripped)."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        if "=" not in line:
+            raise ConfigError(f"{path}:{n}: expected KEY=VALUE, got {line!r}")
+        key, value = (s.strip() for s in line.split("=", 1))
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key] = value
+    return out
+
+
+def _layers(cwd: Path) -> list[tuple[str, dict[str, str]]]:
+    layers = []
+    env_file = cwd / "local.env"
+    if env_file.is_file():
+        layers.append(("local.env", read_env_file(env_file)))
+    layers.append(("environment", {k: v for k, v in os.environ.items() if k in ENV_KEYS or k in SECRET_KEYS}))
+    return layers
+
+
+def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None) -> Settings:
+    """Merge defaults, local.env, the environment and CLI flags (None flags are unset)."""
+    cwd = cwd or Path.cwd()
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    secrets: dict[str, bool] = {k: False for k in SECRET_KEYS}
+    for where, layer in _layers(cwd):
+        for key, value in layer.items():
+            if key in SECRET_KEYS:
+                secrets[key] = secrets[key] or bool(value)
+            elif key in ENV_KEYS and value != "":
+                values[ENV_KEYS[key]] = value
+                sources[ENV_KEYS[key]] = where
+    for key, value in (flags or {}).items():
+        if value is not None:
+            values[key] = value
+            sources[key] = "flag"
+    if "gpu" in values:
+        try:
+            values["gpu"] = int(values["gpu"])
+        except (TypeError, ValueError):
+            raise ConfigError(f"FK_GPU ({sources['gpu']}) must be a GPU index, got {values['gpu']!r}") from None
+    if values.get("delivery", "auto") not in DELIVERIES:
+        raise ConfigError(f"delivery {values['delivery']!r} ({sources.get('delivery')}) is not "
+                          f"one of {', '.join(DELIVERIES)}")
+    return Settings(**values, secrets_present=secrets, sources=sources)
+
+
+def secret(name: str, cwd: Path | None = None) -> str | None:
+    """A credential's value for an SDK (environment first, then local.env); None if unset."""
+    if name not in SECRET_KEYS:
+        raise KeyError(name)
+    if os.environ.get(name):
+        return os.environ[name]
+    env_file = (cwd or Path.cwd()) / "local.env"
+    if env_file.is_file():
+        return read_env_file(env_file).get(name) or None
+    return None
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child process this package starts (agents' CLIs, workers)."""
+    env = dict(os.environ)
+    env.update(extra or {})
+    return env
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("FK_DEBUG", "") not in ("", "0")

@@ -1,0 +1,95 @@
+"""The Runner protocol: run one job in a fresh process and bring back its result.
+
+A job names a worker module (run as ``python -m <module>``) and a JSON payload. The worker
+reads the payload with :func:`forgekernel.delivery.channel.receive` and answers once with
+:func:`forgekernel.delivery.channel.reply`; the answer travels on a pipe opened before any
+candidate code is imported and is signed with a per-job key, so text a candidate prints, or
+a second message it writes, can never pass for the worker's result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Job(BaseModel):
+    """One unit of work for a fresh worker process."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    module: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    timeout_s: float = 300.0
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    output_cap_bytes: int = 8 * 1024 * 1024
+    """Worker stdout+stderr beyond this is a flood: the process group is killed."""
+
+
+class JobResult(BaseModel):
+    """What came back: the worker's answer, or why there is none."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    result: dict[str, Any] | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    flooded: bool = False
+    channel_error: str = ""
+    """Set when the result channel held something other than one valid signed message."""
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and not self.channel_error
+
+    def describe_failure(self) -> str:
+        """One line saying why no result came back."""
+        if self.timed_out:
+            return f"timed out after {self.wall_s:.1f} s; the process group was killed"
+        if self.flooded:
+            return "flooded stdout/stderr beyond the output cap; the process group was killed"
+        if self.channel_error:
+            return f"result channel tampered with or broken: {self.channel_error}"
+        if self.signal is not None:
+            return f"worker killed by signal {self.signal} ({_signal_name(self.signal)})"
+        if self.exit_code not in (None, 0):
+            return f"worker exited with code {self.exit_code} before answering"
+        return "worker exited without answering"
+
+
+def _signal_name(num: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return "unknown"
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """Runs jobs somewhere; ``name`` is the delivery name (``cpu``, ``local``, ...)."""
+
+    name: str
+    timing_label: str
+
+    def run(self, job: Job) -> JobResult: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def make_runner(name: str, *, gpu: int | None = None) -> Runner:
+    """Build the runner for a delivery name; unknown names raise ValueError."""
+    from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
+
+    if name == "cpu":
+        return CpuRunner()
+    if name == "local":
+        return LocalGpuRunner(gpu=gpu)
+    raise ValueError(f"unknown delivery '{name}'; use cpu or local")

@@ -1,0 +1,191 @@
+"""Runners that start a fresh worker process on this machine.
+
+Each job gets a new process in its own session (process group), its payload on stdin and
+a private pipe for the answer. A hard timeout, an output flood or the end of the job kills
+the whole group, so nothing a candidate spawns outlives its judgement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from forgekernel.config import child_env
+from forgekernel.delivery.base import Job, JobResult
+from forgekernel.delivery.channel import verify_frames
+
+_TAIL = 16 * 1024
+
+
+class _Drain(threading.Thread):
+    """Reads a pipe to EOF, keeping only a tail and counting bytes."""
+
+    def __init__(self, stream, counter: list[int], cap: int, on_flood) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.counter, self.cap, self.on_flood = stream, counter, cap, on_flood
+        self.tail = bytearray()
+
+    def run(self) -> None:
+        while chunk := self.stream.read1(65536) if hasattr(self.stream, "read1") else b"":
+            self.counter[0] += len(chunk)
+            self.tail += chunk
+            del self.tail[:-_TAIL]
+            if self.counter[0] > self.cap:
+                self.on_flood()
+        with contextlib.suppress(OSError):
+            self.stream.close()
+
+
+class _Collect(threading.Thread):
+    """Reads the result pipe to EOF (bounded)."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.cap, self.data, self.overflow = fd, cap, bytearray(), False
+
+    def run(self) -> None:
+        while chunk := os.read(self.fd, 65536):
+            if len(self.data) + len(chunk) > self.cap:
+                self.overflow = True
+                continue
+            self.data += chunk
+        os.close(self.fd)
+
+
+class SubprocessRunner:
+    """Base for runners that spawn ``python -m <module>`` locally."""
+
+    name = "local"
+    timing_label = "device"
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or sys.executable
+
+    # -- hooks
+    def extra_env(self) -> dict[str, str]:
+        return {}
+
+    @contextlib.contextmanager
+    def device_lock(self):
+        yield
+
+    def describe(self) -> dict[str, Any]:
+        return {"delivery": self.name, "timing": self.timing_label, "python": self.python}
+
+    # -- the job
+    def run(self, job: Job) -> JobResult:
+        with self.device_lock():
+            return self._run(job)
+
+    def _run(self, job: Job) -> JobResult:
+        key = secrets.token_hex(32)
+        rfd, wfd = os.pipe()
+        envelope = {"key": key, "fd": wfd, "delivery": self.name, "timing_label": self.timing_label,
+                    "payload": job.payload}
+        env = child_env(self.extra_env())
+        env.update(job.env)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.setdefault("PYTHONFAULTHANDLER", "1")
+        start = time.monotonic()
+        with tempfile.TemporaryFile() as stdin_file:
+            stdin_file.write(json.dumps(envelope).encode())
+            stdin_file.seek(0)
+            proc = subprocess.Popen(
+                [self.python, "-m", job.module], stdin=stdin_file, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, pass_fds=(wfd,), cwd=job.cwd or None, env=env,
+                start_new_session=True,
+            )
+        os.close(wfd)
+        flooded = threading.Event()
+
+        def flood() -> None:
+            flooded.set()
+            _kill_group(proc.pid)
+
+        counter = [0]
+        drains = [_Drain(proc.stdout, counter, job.output_cap_bytes, flood),
+                  _Drain(proc.stderr, counter, job.output_cap_bytes, flood)]
+        collect = _Collect(rfd, cap=job.output_cap_bytes)
+        for t in (*drains, collect):
+            t.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=job.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        # Kill the group in every case: a candidate's background children die with it.
+        _kill_group(proc.pid)
+        proc.wait()
+        for t in (*drains, collect):
+            t.join(timeout=10)
+        wall = time.monotonic() - start
+        result, channel_error = None, ""
+        if not timed_out and not flooded.is_set():
+            if collect.overflow:
+                channel_error = "result larger than the output cap"
+            else:
+                result, channel_error = verify_frames(bytes(collect.data), key)
+        rc = proc.returncode
+        return JobResult(
+            result=result, exit_code=rc if rc is not None and rc >= 0 else None,
+            signal=-rc if rc is not None and rc < 0 else None, timed_out=timed_out,
+            flooded=flooded.is_set(), channel_error=channel_error if result is None or channel_error else "",
+            stdout_tail=drains[0].tail.decode(errors="replace"),
+            stderr_tail=drains[1].tail.decode(errors="replace"), wall_s=wall,
+        )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class CpuRunner(SubprocessRunner):
+    """Fresh local process under the Triton interpreter; no GPU, correctness only."""
+
+    name = "cpu"
+    timing_label = "cpu-interpret"
+
+    def extra_env(self) -> dict[str, str]:
+        return {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+
+
+class LocalGpuRunner(SubprocessRunner):
+    """Fresh local process on this machine's GPU, holding a per-device lock while it runs."""
+
+    name = "local"
+    timing_label = "device"
+
+    def __init__(self, gpu: int | None = None, python: str | None = None) -> None:
+        super().__init__(python)
+        self.gpu = gpu
+
+    def extra_env(self) -> dict[str, str]:
+        env = {"TRITON_INTERPRET": "0"}
+        if self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(self.gpu)
+        return env
+
+    @contextlib.contextmanager
+    def device_lock(self):
+        path = Path(tempfile.gettempdir()) / f"forgekernel-gpu{self.gpu if self.gpu is not None else 'all'}.lock"
+        with open(path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "gpu": self.gpu}

@@ -1,0 +1,366 @@
+"""Frozen, validated records shared by every part of forgekernel.
+
+This module imports nothing from forgekernel. Every record is a pydantic model with
+``extra="forbid"`` so a misspelt key is an error, and ``frozen=True`` so a record never
+changes after it is made (build a new one with ``model_copy(update=...)``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DTYPES = ("bfloat16", "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool")
+"""Element types a task input or output may have (torch names)."""
+
+DTYPE_BYTES = {
+    "bfloat16": 2,
+    "float16": 2,
+    "float32": 4,
+    "float64": 8,
+    "int8": 1,
+    "uint8": 1,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
+
+ARCHES = ("sm90", "sm100", "any")
+LANGUAGES = ("triton", "cuda", "cute-dsl")
+FAMILIES = (
+    "rownorm",  # row-wise normalisation: rmsnorm, layernorm, fused add + norm
+    "softmax",  # row-wise softmax and log-softmax style reductions
+    "elementwise",  # element-wise and gated activations (swiglu, gelu, ...)
+    "rope",  # rotary position embedding
+    "cross_entropy",  # row-wise loss over a vocabulary
+    "matmul",  # dense matrix products
+    "other",  # anything else: needs an LLM agent
+)
+
+
+class Record(BaseModel):
+    """Base for all records: frozen, strict about unknown keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------- task
+
+
+class Dist(Record):
+    """How an input's values are drawn.
+
+    kinds: ``normal`` (mean, std), ``uniform`` (low, high), ``randint`` (low inclusive,
+    high exclusive), ``positive`` (uniform in [low, high] with 0 < low; default [0.5, 1.5]).
+    """
+
+    kind: Literal["normal", "uniform", "randint", "positive"] = "normal"
+    mean: float = 0.0
+    std: float = 1.0
+    low: float | None = None
+    high: float | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Dist:
+        if self.kind in ("uniform", "randint") and (self.low is None or self.high is None):
+            raise ValueError(f"dist kind '{self.kind}' needs both low and high")
+        if self.low is not None and self.high is not None and self.high <= self.low:
+            raise ValueError("dist high must be greater than low")
+        if self.kind == "positive" and self.low is not None and self.low <= 0:
+            raise ValueError("dist kind 'positive' needs low > 0")
+        if self.std < 0:
+            raise ValueError("dist std must be >= 0")
+        return self
+
+
+class AxisSpec(Record):
+    """A named dimension of the task's tensors."""
+
+    description: str = ""
+    min: int = 1
+    max: int | None = None
+    multiple_of: int = 1
+
+
+class TensorSpec(Record):
+    """One input or output tensor: dtype and shape as axis names (or fixed ints)."""
+
+    dtype: Literal[DTYPES]  # type: ignore[valid-type]
+    shape: tuple[str | int, ...]
+    dist: Dist = Field(default_factory=Dist)
+
+
+class Workload(Record):
+    """One set of axis values the operator runs at."""
+
+    axes: dict[str, int]
+    smoke: bool = False
+    hidden: bool = False
+    """Added by the judge; never shown to an agent."""
+
+    def label(self) -> str:
+        return " x ".join(f"{k}={v}" for k, v in self.axes.items())
+
+
+class JudgeSpec(Record):
+    """Task-level judge settings."""
+
+    trials: int = Field(3, ge=1, le=50)
+    rtol: float | None = Field(None, gt=0)
+    """Explicit tolerance override (relative); otherwise calibrated from the reference."""
+    atol: float | None = Field(None, ge=0)
+    timeout_s: float = Field(300.0, gt=0)
+    hidden: bool = True
+    """Add hidden odd-shaped workloads derived from the axes."""
+
+
+class TargetSpec(Record):
+    speedup: float = Field(1.2, gt=0)
+
+
+class BudgetSpec(Record):
+    iterations: int = Field(40, ge=1)
+    minutes: float = Field(90.0, gt=0)
+    dollars: float = Field(20.0, ge=0)
+
+
+class PolicySpec(Record):
+    forbid: tuple[str, ...] = ()
+    """Dotted library calls a candidate must not make (AST and launched-kernel audit)."""
+
+
+class CostSpec(Record):
+    """Optional cost formulas: small safe expressions over the axes."""
+
+    flops: str | None = None
+    bytes: str | None = None
+
+
+class TaskSpec(Record):
+    """A validated task: reference operator plus the shapes it runs at."""
+
+    name: str
+    description: str = ""
+    arch: Literal[ARCHES] = "sm90"  # type: ignore[valid-type]
+    language: Literal[LANGUAGES] = "triton"  # type: ignore[valid-type]
+    family: Literal[FAMILIES] = "other"  # type: ignore[valid-type]
+    format: Literal["forge", "kernelbench"] = "forge"
+    axes: dict[str, AxisSpec]
+    inputs: dict[str, TensorSpec]
+    outputs: dict[str, TensorSpec] = Field(default_factory=dict)
+    workloads: tuple[Workload, ...]
+    judge: JudgeSpec = Field(default_factory=JudgeSpec)
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    cost: CostSpec = Field(default_factory=CostSpec)
+    root: str = ""
+    """Directory the task was loaded from (absolute)."""
+
+    def smoke_workloads(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.smoke)
+
+    def gpu_workloads(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if not w.smoke)
+
+
+# ---------------------------------------------------------------- judging
+
+
+class Status(enum.StrEnum):
+    """Closed set of verdict statuses."""
+
+    PASSED = "PASSED"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    TIMEOUT = "TIMEOUT"
+    WRONG_SHAPE = "WRONG_SHAPE"
+    WRONG_DTYPE = "WRONG_DTYPE"
+    WRONG_VALUES = "WRONG_VALUES"
+    REJECTED = "REJECTED"
+
+
+class Measurement(Record):
+    """A timing: median and spread over ``n`` repetitions, with what clock produced it."""
+
+    median_ms: float
+    spread_ms: float
+    n: int
+    label: Literal["device", "cuda-graph", "cpu-interpret", "host"] = "device"
+
+
+class WorkloadResult(Record):
+    """Per-workload outcome inside a verdict. Timings exist only when the verdict PASSED."""
+
+    axes: dict[str, int]
+    hidden: bool = False
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    tolerance: float | None = None
+    where: str | None = None
+    median_ms: float | None = None
+    spread_ms: float | None = None
+    reference_ms: float | None = None
+    speedup: float | None = None
+    sol_pct: float | None = None
+    timing_label: str | None = None
+
+
+class Verdict(Record):
+    """What the judge returns for one candidate."""
+
+    status: Status
+    reason: str = ""
+    candidate: str = ""
+    judge: str = ""
+    device: str = ""
+    delivery: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    workloads: tuple[WorkloadResult, ...] = ()
+    noise_floor: float | None = None
+    speedup: float | None = None
+    """Geometric mean speedup over the timed visible workloads (PASSED only)."""
+    profile: dict[str, Any] = Field(default_factory=dict)
+    feedback: str = ""
+    wall_s: float | None = None
+
+    @model_validator(mode="after")
+    def _timings_only_when_passed(self) -> Verdict:
+        if self.status is not Status.PASSED:
+            if self.speedup is not None or any(w.median_ms is not None for w in self.workloads):
+                raise ValueError("timings exist only in a PASSED verdict")
+        return self
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
+
+
+class KernelStat(Record):
+    """One kernel seen in a profile: name, launches per call, share of device time."""
+
+    name: str
+    count: int
+    time_ms: float | None = None
+    share: float | None = None
+
+
+class Profile(Record):
+    """Measurements of one implementation at one workload.
+
+    ``metrics`` uses the documented names (see ``forgekernel.profile.METRICS``); a metric
+    that could not be measured is absent, never zero. ``sources`` says which tool gave what.
+    """
+
+    axes: dict[str, int]
+    metrics: dict[str, float | int | bool | str] = Field(default_factory=dict)
+    kernels: tuple[KernelStat, ...] = ()
+    sources: dict[str, str] = Field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- curriculum
+
+
+class DecisionRow(Record):
+    """One decision the coder implements: what, which lever, what it should do."""
+
+    id: str
+    decision: str
+    lever: str = ""
+    predict: str = ""
+    status: Literal["open", "done", "failed", "dropped"] = "open"
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Backend-specific hints (the built-in agent reads template names and knobs here)."""
+
+
+class Gate(Record):
+    """Closes a milestone: correctness, a performance line and mechanism lines."""
+
+    correct: bool = True
+    performance: str = ""
+    mechanism: tuple[str, ...] = ()
+
+
+class Milestone(Record):
+    id: str
+    kind: Literal["architecture", "tuning"] = "tuning"
+    title: str = ""
+    frozen: bool = False
+    rows: tuple[DecisionRow, ...] = ()
+    gate: Gate = Field(default_factory=Gate)
+    status: Literal["open", "passed", "abandoned"] = "open"
+
+
+class Curriculum(Record):
+    version: int = 1
+    reason: str = ""
+    milestones: tuple[Milestone, ...] = ()
+
+
+# ---------------------------------------------------------------- run record
+
+
+class AgentCost(Record):
+    agent: str
+    model: str = ""
+    dollars: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    turns: int = 0
+    session: str = ""
+
+
+class Attempt(Record):
+    """One line of ledger.jsonl: an attempt and its outcome."""
+
+    seq: int
+    time: str
+    milestone: str = ""
+    row: str = ""
+    candidate: str = ""
+    agent: AgentCost
+    verdict: Verdict | None = None
+    error: str = ""
+    """Failure before judging (the agent failed, produced nothing, ...)."""
+    accepted: bool = False
+    best: bool = False
+
+
+# ---------------------------------------------------------------- knowledge base
+
+
+class Certification(Record):
+    device: str
+    driver: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    date: str
+    measured: float
+    unit: str
+    passed: bool
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class KBEntry(Record):
+    """A hardware fact for one architecture, certified (or not yet) by a probe."""
+
+    id: str
+    arch: str
+    mechanism: str
+    claim: str
+    """Checkable statement, e.g. 'copy bandwidth >= 3.9 TB/s for buffers >= 256 MiB'."""
+    probe: str
+    """Name of the probe in forgekernel.kb.probes that certifies it."""
+    unit: str = ""
+    threshold: float | None = None
+    comparison: Literal[">=", "<=", ">", "<"] = ">="
+    bottlenecks: tuple[str, ...] = ()
+    families: tuple[str, ...] = ()
+    prescription: str = ""
+    certification: Certification | None = None
+
+    @property
+    def certified(self) -> bool:
+        return self.certification is not None and self.certification.passed

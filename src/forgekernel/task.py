@@ -1,0 +1,204 @@
+"""Load and validate task directories.
+
+A task dir holds ``task.toml`` and ``reference.py``. Every problem is reported as one
+:class:`TaskError` line naming the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tomllib
+import typing
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic import ValidationError
+
+from forgekernel import exprs
+from forgekernel.errors import ForgeError
+from forgekernel.records import DTYPES, TaskSpec, TensorSpec, Workload
+
+TOP_KEYS = ("name", "description", "arch", "language", "family", "format", "axes", "inputs",
+            "outputs", "workload", "judge", "target", "budget", "policy", "cost")
+
+
+class TaskError(ForgeError, ValueError):
+    """A task that cannot be used; the message is one line for the user."""
+
+
+def load_task(path: str | Path, *, check_reference: bool = True) -> TaskSpec:
+    """Load ``path`` (a task dir or its task.toml) and validate it completely."""
+    root = Path(path)
+    if root.is_file() and root.name == "task.toml":
+        root = root.parent
+    if not root.exists():
+        raise TaskError(f"{root}: no such task directory")
+    toml_path = root / "task.toml"
+    if not toml_path.is_file():
+        raise TaskError(f"{root}: not a task directory (no task.toml); a KernelBench .py file "
+                        "is accepted by `forge new` too")
+    try:
+        raw = tomllib.loads(toml_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{toml_path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise TaskError(f"{toml_path}: not UTF-8 text") from None
+    task = parse_task(raw, toml_path)
+    ref = root / "reference.py"
+    if not ref.is_file():
+        raise TaskError(f"{ref}: missing; a task needs reference.py defining run(*inputs)")
+    if check_reference:
+        check_reference_module(task)
+    return task
+
+
+def parse_task(raw: dict[str, Any], toml_path: Path) -> TaskSpec:
+    """Turn the parsed TOML into a TaskSpec, with cross-checks."""
+    where = str(toml_path)
+    unknown = [k for k in raw if k not in TOP_KEYS]
+    if unknown:
+        raise TaskError(f"{where}: unknown key '{unknown[0]}'; allowed keys: {', '.join(TOP_KEYS)}")
+    data = dict(raw)
+    data["root"] = str(toml_path.parent.resolve())
+    data["workloads"] = [_workload(w, i, where) for i, w in enumerate(data.pop("workload", []))]
+    try:
+        task = TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise TaskError(f"{where}: {_describe(exc, data)}") from None
+    _cross_check(task, where)
+    return task
+
+
+def _workload(w: Any, i: int, where: str) -> dict[str, Any]:
+    if not isinstance(w, dict):
+        raise TaskError(f"{where}: workload[{i}] must be a table of axis values")
+    w = dict(w)
+    smoke = w.pop("smoke", False)
+    if not isinstance(smoke, bool):
+        raise TaskError(f"{where}: workload[{i}].smoke must be true or false")
+    for k, v in w.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise TaskError(f"{where}: workload[{i}].{k} = {v!r}: axis values must be integers >= 1")
+    return {"axes": w, "smoke": smoke}
+
+
+def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
+    err = exc.errors()[0]
+    loc = list(err["loc"])
+    if loc and loc[0] == "workloads":
+        loc[0] = "workload"
+    key = ".".join(str(p) for p in loc if p not in ("function-after",))
+    key = key.replace(".literal['", "").replace("']", "")
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        return f"unknown key '{key}'"
+    if err["type"] == "literal_error":
+        return f"{key} = {err.get('input')!r} is not allowed; {msg.replace('Input should be', 'use')}"
+    if err["type"] == "missing":
+        return f"missing required key '{key}'"
+    return f"{key}: {msg} (got {err.get('input')!r})"
+
+
+def _cross_check(task: TaskSpec, where: str) -> None:
+    if not task.inputs:
+        raise TaskError(f"{where}: [inputs] is empty; declare each input's dtype and shape")
+    for group, specs in (("inputs", task.inputs), ("outputs", task.outputs)):
+        for name, spec in specs.items():
+            for dim in spec.shape:
+                if isinstance(dim, str) and dim not in task.axes:
+                    raise TaskError(f"{where}: [{group}.{name}].shape uses axis '{dim}' which "
+                                    f"[axes] does not define (defined: {', '.join(task.axes) or 'none'})")
+                if isinstance(dim, int) and dim < 1:
+                    raise TaskError(f"{where}: [{group}.{name}].shape has size {dim}; sizes must be >= 1")
+    if not task.workloads:
+        raise TaskError(f"{where}: no [[workload]]; add at least one (and one with smoke = true)")
+    for i, w in enumerate(task.workloads):
+        missing = [a for a in task.axes if a not in w.axes]
+        if missing:
+            raise TaskError(f"{where}: workload[{i}] is missing axis '{missing[0]}'")
+        extra = [a for a in w.axes if a not in task.axes]
+        if extra:
+            raise TaskError(f"{where}: workload[{i}] sets '{extra[0]}', which is not an axis "
+                            f"(axes: {', '.join(task.axes)})")
+        for a, v in w.axes.items():
+            spec = task.axes[a]
+            if v < spec.min or (spec.max is not None and v > spec.max) or v % spec.multiple_of:
+                raise TaskError(f"{where}: workload[{i}].{a} = {v} is outside axis '{a}' "
+                                f"(min {spec.min}, max {spec.max}, multiple of {spec.multiple_of})")
+    for key in ("flops", "bytes"):
+        text = getattr(task.cost, key)
+        if text is None:
+            continue
+        try:
+            unknown = exprs.names(text) - set(task.axes)
+        except exprs.ExprError as exc:
+            raise TaskError(f"{where}: cost.{key}: {exc}") from None
+        if unknown:
+            raise TaskError(f"{where}: cost.{key} uses '{sorted(unknown)[0]}', which is not an axis")
+    for name in task.policy.forbid:
+        if not name or " " in name:
+            raise TaskError(f"{where}: policy.forbid entry {name!r} must be a dotted name")
+
+
+def load_module(path: Path, name: str | None = None) -> ModuleType:
+    """Import a Python file under a private module name (exceptions propagate)."""
+    mod_name = name or f"_fk_{path.stem}_{abs(hash(str(path.resolve()))):x}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
+    return module
+
+
+def check_reference_module(task: TaskSpec) -> ModuleType:
+    """Import the reference and check it defines what the task format needs."""
+    ref = Path(task.root) / "reference.py"
+    try:
+        module = load_module(ref)
+    except SystemExit as exc:
+        raise TaskError(f"{ref}: calls exit ({exc.code}) on import") from None
+    except BaseException as exc:  # any import failure becomes one line
+        raise TaskError(f"{ref}: fails to import: {type(exc).__name__}: {_first_line(exc)}") from None
+    if task.format == "kernelbench":
+        for attr in ("Model", "get_inputs", "get_init_inputs"):
+            if not callable(getattr(module, attr, None)):
+                raise TaskError(f"{ref}: a KernelBench reference must define {attr}")
+    elif not callable(getattr(module, "run", None)):
+        raise TaskError(f"{ref}: does not define run(*inputs)")
+    make = getattr(module, "make_inputs", None)
+    if make is not None and not callable(make):
+        raise TaskError(f"{ref}: make_inputs must be a function (axes: dict, seed: int) -> tuple")
+    return module
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else ""
+
+
+def shape_of(spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...]:
+    """Concrete shape of a tensor spec at a workload."""
+    return tuple(axes[d] if isinstance(d, str) else d for d in spec.shape)
+
+
+def numel(shape: typing.Iterable[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def dtype_names() -> tuple[str, ...]:
+    return DTYPES
+
+
+def with_workloads(task: TaskSpec, workloads: typing.Iterable[Workload]) -> TaskSpec:
+    return task.model_copy(update={"workloads": tuple(workloads)})
