@@ -1,0 +1,1 @@
+"""Profiling: cost model and roofline, launch counting, Nsight Compute, compile reports."""

@@ -1,0 +1,145 @@
+"""Cost model and roofline: minimal bytes, flops, the floor time and %SOL.
+
+Minimal bytes = every input read once plus every output written once. Flops come from the
+task's ``[cost] flops`` formula when it has one (the profiler may add PyTorch's flop counter).
+The floor is max(bytes / bandwidth, flops / peak), with the bandwidth taken size-matched
+from the device's measured copy ceiling.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from forgekernel import exprs
+from forgekernel.records import DTYPE_BYTES, TaskSpec, Workload
+from forgekernel.task import numel, shape_of
+
+
+class Ceilings(BaseModel):
+    """Measured device ceilings used for floors; ``source`` says where they came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: str
+    bandwidth_tbs: float
+    """Large-buffer copy bandwidth (bytes read + written) in TB/s."""
+    bandwidth_by_mib: dict[int, float] = Field(default_factory=dict)
+    """Size-matched copy bandwidth: buffer MiB -> TB/s."""
+    tflops: dict[str, float] = Field(default_factory=dict)
+    """dtype -> dense matrix peak in TFLOP/s (measured through the library)."""
+    launch_us: float | None = None
+    source: str = ""
+
+
+H200_SHARED = Ceilings(
+    device="NVIDIA H200",
+    bandwidth_tbs=4.27,
+    bandwidth_by_mib={16: 2.64, 32: 3.09, 64: 3.62, 128: 3.97, 256: 4.13, 512: 4.18, 1024: 4.25,
+                      4096: 4.30},
+    tflops={"bfloat16": 686.0},
+    source="shared/H200.md (measured on an H200, 2026-12-02)",
+)
+"""The ceilings in shared/H200.md; used until the knowledge base certifies its own."""
+
+
+def bandwidth_for(ceilings: Ceilings, nbytes: int) -> float:
+    """TB/s a streaming kernel moving ``nbytes`` (read + written) can expect.
+
+    A copy of buffer size S moves 2*S bytes, so the matching buffer is nbytes / 2; sizes
+    between table points are interpolated linearly, outside the table clamped.
+    """
+    table = sorted(ceilings.bandwidth_by_mib.items())
+    if not table:
+        return ceilings.bandwidth_tbs
+    mib = nbytes / 2 / (1 << 20)
+    if mib <= table[0][0]:
+        return table[0][1]
+    for (s0, b0), (s1, b1) in zip(table, table[1:], strict=False):
+        if mib <= s1:
+            return b0 + (b1 - b0) * (mib - s0) / (s1 - s0)
+    return table[-1][1]
+
+
+def tensor_bytes(dtype: str, shape: tuple[int, ...]) -> int:
+    return numel(shape) * DTYPE_BYTES[dtype]
+
+
+def input_bytes(task: TaskSpec, workload: Workload) -> int:
+    return sum(tensor_bytes(s.dtype, shape_of(s, workload.axes)) for s in task.inputs.values())
+
+
+def minimal_bytes(task: TaskSpec, workload: Workload,
+                  outputs: list[tuple[tuple[int, ...], str]]) -> int:
+    """Inputs read once plus outputs written once (or the task's [cost] bytes formula)."""
+    if task.cost.bytes:
+        return int(exprs.evaluate(task.cost.bytes, workload.axes))
+    out = sum(tensor_bytes(dtype, shape) for shape, dtype in outputs)
+    return input_bytes(task, workload) + out
+
+
+def formula_flops(task: TaskSpec, workload: Workload) -> float | None:
+    if not task.cost.flops:
+        return None
+    return float(exprs.evaluate(task.cost.flops, workload.axes))
+
+
+def main_dtype(task: TaskSpec) -> str:
+    """The floating dtype most input bytes are in (picks the matrix peak)."""
+    sizes: dict[str, int] = {}
+    for spec in task.inputs.values():
+        sizes[spec.dtype] = sizes.get(spec.dtype, 0) + 1
+    floats = [d for d in sizes if d.startswith(("bfloat", "float"))]
+    return max(floats, key=lambda d: sizes[d]) if floats else "float32"
+
+
+class Floor(BaseModel):
+    """The roofline floor of one workload."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bytes: int
+    flops: float | None
+    memory_ms: float
+    compute_ms: float | None
+    floor_ms: float
+    bound: Literal["memory", "compute"]
+    bandwidth_tbs: float
+    peak_tflops: float | None
+    ceilings_source: str
+
+    def sol_pct(self, median_ms: float) -> float:
+        """Speed of light: floor / measured, in percent."""
+        return 100.0 * self.floor_ms / median_ms if median_ms > 0 else 0.0
+
+
+def floor(nbytes: int, flops: float | None, ceilings: Ceilings, dtype: str = "bfloat16") -> Floor:
+    bw = bandwidth_for(ceilings, nbytes)
+    mem_ms = nbytes / (bw * 1e12) * 1e3
+    peak = ceilings.tflops.get(dtype)
+    comp_ms = flops / (peak * 1e12) * 1e3 if flops is not None and peak else None
+    bound = "compute" if comp_ms is not None and comp_ms > mem_ms else "memory"
+    return Floor(bytes=nbytes, flops=flops, memory_ms=mem_ms, compute_ms=comp_ms,
+                 floor_ms=max(mem_ms, comp_ms or 0.0), bound=bound, bandwidth_tbs=bw,
+                 peak_tflops=peak, ceilings_source=ceilings.source)
+
+
+def output_specs(task: TaskSpec, module: Any, workload: Workload) -> list[tuple[tuple[int, ...], str]]:
+    """Output (shape, dtype) at a workload: declared [outputs], else the reference on meta tensors."""
+    if task.outputs:
+        return [(shape_of(s, workload.axes), s.dtype) for s in task.outputs.values()]
+    import torch
+
+    if task.format == "kernelbench":
+        with torch.device("meta"):
+            model = module.Model(*module.get_init_inputs())
+        args = [torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t
+                for t in module.get_inputs()]
+        out = model(*args)
+    else:
+        args = [torch.empty(shape_of(s, workload.axes), dtype=getattr(torch, s.dtype), device="meta")
+                for s in task.inputs.values()]
+        out = module.run(*args)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [(tuple(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs]
