@@ -93,3 +93,38 @@ def make_runner(name: str, *, gpu: int | None = None) -> Runner:
     if name == "local":
         return LocalGpuRunner(gpu=gpu)
     raise ValueError(f"unknown delivery '{name}'; use cpu or local")
+
+
+def cuda_device_name() -> str | None:
+    """Name of the first visible CUDA device in this process, or None (imports torch)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name(0)
+
+
+def resolve_delivery(requested: str) -> tuple[str, str]:
+    """Pick the delivery for ``requested`` ('auto', 'cpu', 'local', ...) and say why.
+
+    ``auto`` means ``local`` when a CUDA GPU is visible and ``cpu`` otherwise. Asking for
+    ``local`` without a GPU is an error (no silent fallback to the CPU).
+    """
+    from forgekernel.errors import ForgeError
+
+    if requested == "auto":
+        gpu = cuda_device_name()
+        if gpu:
+            return "local", f"auto: CUDA GPU found ({gpu})"
+        return "cpu", "auto: no CUDA GPU visible, so the Triton CPU interpreter (cpu-interpret; smoke workloads, correctness only)"
+    if requested == "local":
+        gpu = cuda_device_name()
+        if not gpu:
+            raise ForgeError("delivery 'local' needs a CUDA GPU, and torch sees none here "
+                             "(use --delivery cpu, or see forge doctor)")
+        return "local", f"requested: this machine's GPU ({gpu})"
+    if requested == "cpu":
+        return "cpu", "requested: Triton CPU interpreter (cpu-interpret; smoke workloads, correctness only)"
+    return requested, "requested"
