@@ -27,6 +27,7 @@ ENV_KEYS = {
     "ANTHROPIC_BASE_URL": "anthropic_base_url",
     "OPENAI_BASE_URL": "openai_base_url",
     "FK_CLAUDE_BIN": "claude_bin",
+    "FK_KB_DIR": "kb_dir",
 }
 """Environment / local.env variable -> Settings field."""
 
@@ -65,6 +66,8 @@ class Settings(BaseModel):
     openai_base_url: str | None = None
     claude_bin: str | None = None
     """Path of the `claude` CLI (default: found on PATH)."""
+    kb_dir: str | None = None
+    """Hardware knowledge base directory (default: ``hw_kb/`` at the repository root)."""
     secrets_present: dict[str, bool] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
     """Field -> where its value came from (default, local.env, environment, flag)."""
