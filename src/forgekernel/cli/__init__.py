@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry: run the app, turning user errors into one line and exit 2."""
     _load_commands()
     try:
-        app(args=argv, prog_name="forge", standalone_mode=False)
+        rc = app(args=argv, prog_name="forge", standalone_mode=False)
     except ForgeError as exc:
         typer.echo(f"forge: error: {exc}", err=True)
         return 2
@@ -72,19 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("forge: interrupted", err=True)
         return 130
     except Exception as exc:  # click usage errors and bugs alike end in one line
-        import click
-
-        if isinstance(exc, click.exceptions.UsageError):
-            typer.echo(f"forge: error: {exc.format_message()}", err=True)
-            return 2
-        if isinstance(exc, click.exceptions.ClickException):
+        if callable(getattr(exc, "format_message", None)) and hasattr(exc, "exit_code"):
             typer.echo(f"forge: error: {exc.format_message()}", err=True)
             return 2
         with tempfile.NamedTemporaryFile("w", prefix="forge-crash-", suffix=".txt", delete=False) as fh:
             traceback.print_exc(file=fh)
         typer.echo(f"forge: internal error: {type(exc).__name__}: {exc} (traceback in {fh.name})", err=True)
         return 3
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

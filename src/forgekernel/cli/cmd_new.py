@@ -1,0 +1,115 @@
+"""`forge new`: validate a task and create a run dir, or print the plan with --dry-run."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import typer
+
+from forgekernel.cli import app, fail
+
+
+def _human_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _time(ms: float) -> str:
+    if ms < 1e-3:
+        return f"{ms * 1e6:.1f} ns"
+    return f"{ms * 1000:.2f} us" if ms < 1 else f"{ms:.3f} ms"
+
+
+def _print_plan(plan: dict) -> None:
+    t = plan["task"]
+    typer.echo(f"task      {t['name']} ({t['family']}, {t['language']}, {t['arch']}, {t['format']})")
+    if t["description"]:
+        typer.echo(f"          {t['description']}")
+    typer.echo("inputs    " + ", ".join(f"{k}: {v['dtype']}[{', '.join(map(str, v['shape']))}]"
+                                        for k, v in t["inputs"].items()))
+    if t["policy_forbid"]:
+        typer.echo("forbidden " + ", ".join(t["policy_forbid"]))
+    typer.echo(f"workloads (floors from {plan['workloads'][0]['ceilings']}):")
+    for w in plan["workloads"]:
+        axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
+        flops = f"{w['flops']:.3g} flop" if w["flops"] is not None else "flops unknown"
+        tag = " [smoke]" if w["smoke"] else ""
+        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({_human_size(w['bytes'])}), {flops}, "
+                   f"floor {_time(w['floor_ms'])} ({w['bound']}-bound){tag}")
+    d, a = plan["delivery"], plan["agent"]
+    typer.echo(f"delivery  {d['name']} -- {d['why']}")
+    typer.echo(f"agent     coder {a['coder']} -- {a['coder_why']}; architect {a['architect']}"
+               + (f"; model {a['model']}" if a["model"] else ""))
+    for m in a["missing"]:
+        typer.echo(f"  MISSING {m}")
+    b = plan["budget"]
+    typer.echo(f"budget    {b['iterations']} iterations, {b['minutes']:g} min, ${b['dollars']:g} agent spend")
+    typer.echo(f"target    speedup >= {plan['target']['speedup']:g} over the reference")
+    cur = plan["curriculum"]
+    typer.echo(f"curriculum ({cur['source']}):" if cur["milestones"] else f"curriculum: {cur.get('error', 'none')}")
+    for m in cur["milestones"]:
+        rows = f", {m['rows']} rows" if m["rows"] is not None else ""
+        gate = f"; gate: {', '.join(m['gate'])}" if m["gate"] else ""
+        typer.echo(f"  {m['id']:<7} {m['kind']:<12} {m['title']}{rows}{gate}")
+    if plan["prescriptions"]:
+        typer.echo("knowledge base (certified):")
+        for p in plan["prescriptions"]:
+            typer.echo(f"  - {p}")
+    typer.echo("dry run: nothing was written")
+
+
+def _task_dir(task: Path, scratch: Path) -> Path:
+    """A task dir for ``task``; a KernelBench .py file is converted into ``scratch``."""
+    if task.suffix == ".py":
+        if not task.is_file():
+            raise fail(f"{task}: no such file")
+        from forgekernel import kernelbench
+
+        return kernelbench.convert(task, scratch / task.stem)
+    return task
+
+
+@app.command()
+def new(
+    task: Path = typer.Argument(..., help="Task dir (task.toml + reference.py) or a KernelBench .py file."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
+    out: Path = typer.Option(None, "--out", help="Run dir to create (default .artifacts/<task>_<stamp>)."),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
+    delivery: str = typer.Option(None, "--delivery", help="auto, cpu or local (default FK_DELIVERY or auto)."),
+    agent: str = typer.Option(None, "--agent", help="Coder backend (default FK_AGENT or builtin)."),
+    architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
+    model: str = typer.Option(None, "--model", help="Model for LLM backends (default FK_MODEL)."),
+) -> None:
+    """Validate TASK and create a run dir (or, with --dry-run, show what a run would do)."""
+    from forgekernel.config import load_settings
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.plan import build_plan
+    from forgekernel.task import load_task
+
+    settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
+    with tempfile.TemporaryDirectory(prefix="forge-new-") as scratch:
+        spec = load_task(_task_dir(task, Path(scratch)))
+        chosen = resolve_delivery(settings.delivery)
+        if dry_run:
+            plan = build_plan(spec, settings, chosen)
+            if as_json:
+                typer.echo(json.dumps(plan, indent=2))
+            else:
+                _print_plan(plan)
+            if plan["agent"]["missing"]:
+                raise fail(f"agent '{plan['agent']['coder']}' cannot run here: missing "
+                           + "; ".join(plan["agent"]["missing"]))
+            return
+        from forgekernel.plan import agent_choice
+        from forgekernel.rundir import create
+
+        missing = agent_choice(settings)["missing"]
+        if missing:
+            raise fail(f"agent cannot run here: missing {'; '.join(missing)} (see forge doctor)")
+        run_dir = create(Path(spec.root), settings, out)
+        typer.echo(str(run_dir))

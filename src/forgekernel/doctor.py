@@ -1,0 +1,115 @@
+"""What this machine offers forgekernel: each check ok or missing, with the fix."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+
+from forgekernel.config import Settings
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = False
+
+
+def _tool_version(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[-1] if out.returncode == 0 and text else None
+
+
+def _python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, f"{platform.python_version()} ({sys.executable})",
+                 "" if ok else "use Python 3.11 or newer", required=True)
+
+
+def _torch_and_gpu() -> list[Check]:
+    try:
+        import torch
+    except ImportError:
+        return [Check("torch", False, "not installed", "bash scripts/install.sh", required=True)]
+    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU build"
+    checks = [Check("torch", True, f"{torch.__version__} ({build})", required=True)]
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability(0)
+        checks.append(Check("gpu", True, f"{torch.cuda.get_device_name(0)} (sm{major}{minor}), "
+                            f"{torch.cuda.device_count()} visible"))
+    else:
+        checks.append(Check("gpu", False, "no CUDA GPU visible to torch",
+                            "runs use the cpu delivery (Triton interpreter, correctness only); "
+                            "for timings use a GPU machine or FK_DELIVERY=ssh"))
+    return checks
+
+
+def _triton() -> Check:
+    try:
+        import triton
+    except ImportError:
+        return Check("triton", False, "not installed", "pip install triton", required=True)
+    return Check("triton", True, triton.__version__, required=True)
+
+
+def _tools() -> list[Check]:
+    out = []
+    for name, args, fix in (
+        ("git", ["--version"], "apt-get install git (run workspaces are git repos)"),
+        ("nvcc", ["--version"], "install the CUDA toolkit (CUDA candidates, compile reports)"),
+        ("ncu", ["--version"], "install Nsight Compute (hardware-counter profiles)"),
+        ("compute-sanitizer", ["--version"], "ships with the CUDA toolkit (race/memory checks)"),
+    ):
+        path = shutil.which(name)
+        version = _tool_version([path, *args]) if path else None
+        out.append(Check(name, bool(version), version or "not found", "" if version else fix,
+                         required=name == "git"))
+    return out
+
+
+def _agents(settings: Settings) -> list[Check]:
+    from forgekernel.plan import _bundled_claude
+
+    claude = settings.claude_bin or shutil.which("claude") or _bundled_claude()
+    version = _tool_version([claude, "--version"]) if claude else None
+    checks = [Check("claude CLI", bool(version), f"{version} ({claude})" if version else "not found",
+                    "" if version else "pip install 'forgekernel[llm]' (bundles it) or set FK_CLAUDE_BIN")]
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        present = settings.secrets_present.get(key, False)
+        checks.append(Check(key, present, "set (value not shown)" if present else "not set",
+                            "" if present else "export it or put it in local.env"))
+    for sdk in ("anthropic", "openai"):
+        try:
+            mod = __import__(sdk)
+            checks.append(Check(f"{sdk} SDK", True, getattr(mod, "__version__", "installed")))
+        except ImportError:
+            checks.append(Check(f"{sdk} SDK", False, "not installed", "pip install 'forgekernel[llm]'"))
+    return checks
+
+
+def _delivery(settings: Settings) -> list[Check]:
+    checks = [Check("delivery", True, f"{settings.delivery} (from {settings.sources.get('delivery', 'default')})")]
+    try:
+        from forgekernel.delivery.checks import check_delivery
+    except ImportError:
+        return checks
+    for name, ok, detail in check_delivery(settings):
+        checks.append(Check(name, ok, detail))
+    return checks
+
+
+def run_checks(settings: Settings) -> list[Check]:
+    return [_python(), *_torch_and_gpu(), _triton(), *_tools(), *_agents(settings), *_delivery(settings)]
+
+
+def as_json(checks: list[Check]) -> list[dict]:
+    return [asdict(c) for c in checks]

@@ -1,0 +1,119 @@
+"""The foundation CLI: --version, fast --help, `forge new --dry-run`, `forge doctor`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+FORGE = [sys.executable, "-m", "forgekernel.cli"]
+
+
+def forge(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([*FORGE, *args], capture_output=True, text=True, cwd=cwd, env=full_env,
+                          timeout=300)
+
+
+def test_version():
+    out = forge("--version")
+    assert out.returncode == 0
+    assert out.stdout.strip().startswith("forgekernel 0.")
+
+
+def test_help_is_fast_and_imports_no_torch():
+    code = ("import sys, time; t=time.time(); from forgekernel.cli import main; "
+            "import contextlib, io\n"
+            "with contextlib.redirect_stdout(io.StringIO()): rc = main(['--help'])\n"
+            "assert 'torch' not in sys.modules and 'triton' not in sys.modules, 'heavy import'\n"
+            "print(rc, time.time()-t)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    rc, seconds = out.stdout.split()
+    assert rc == "0"
+    assert float(seconds) < 3.0
+
+
+def test_import_has_no_side_effects():
+    code = "import sys, forgekernel; print(sorted(m for m in sys.modules if m.startswith(('torch','triton','pydantic'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "[]"
+
+
+def test_dry_run_rmsnorm_bytes_and_nothing_written(tmp_path, tasks_dir):
+    before = set(tmp_path.rglob("*"))
+    out = forge("new", str(tasks_dir / "rmsnorm"), "--dry-run", "--json", cwd=tmp_path,
+                env={"FK_DELIVERY": "cpu"})
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert set(tmp_path.rglob("*")) == before
+    assert plan["delivery"]["name"] == "cpu"
+    assert plan["delivery"]["timing"] == "cpu-interpret"
+    assert plan["agent"]["coder"] == "builtin"
+    for w in plan["workloads"]:
+        m, n = w["axes"]["M"], w["axes"]["N"]
+        assert w["bytes"] == 2 * m * n * 2 + 2 * n
+        assert w["bound"] == "memory"
+        # floor = bytes / size-matched bandwidth
+        assert w["floor_ms"] == pytest.approx(w["bytes"] / (w["bandwidth_tbs"] * 1e12) * 1e3, rel=1e-2)
+    assert plan["target"]["speedup"] == 1.2
+
+
+def test_dry_run_human_output(tmp_path, tasks_dir):
+    out = forge("new", str(tasks_dir / "rmsnorm"), "--dry-run", cwd=tmp_path, env={"FK_DELIVERY": "cpu"})
+    assert out.returncode == 0, out.stderr
+    assert "536,887,296" in out.stdout  # 16384 x 8192 bf16 in + out + weight
+    assert "cpu-interpret" in out.stdout
+    assert "nothing was written" in out.stdout
+
+
+def test_missing_credential_is_one_line_error(tmp_path, tasks_dir):
+    env = {"ANTHROPIC_API_KEY": "", "FK_DELIVERY": "cpu"}
+    out = forge("new", str(tasks_dir / "rmsnorm"), "--dry-run", "--agent", "anthropic", cwd=tmp_path, env=env)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0
+    assert "ANTHROPIC_API_KEY" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_local_delivery_without_gpu_is_an_error(tmp_path, tasks_dir):
+    out = forge("new", str(tasks_dir / "rmsnorm"), "--dry-run", "--delivery", "local", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "needs a CUDA GPU" in out.stderr
+
+
+@pytest.mark.parametrize("args", [["new"], ["new", "/does/not/exist"], ["new", "x", "--bogus"],
+                                  ["nonsense-command"], ["new", "/etc/hostname.py"]])
+def test_bad_invocations_exit_2_without_traceback(tmp_path, args):
+    out = forge(*args, cwd=tmp_path)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_bad_env_config_is_one_line(tmp_path, tasks_dir):
+    (tmp_path / "local.env").write_text("FK_DELIVERY=teleport\n")
+    out = forge("new", str(tasks_dir / "rmsnorm"), "--dry-run", cwd=tmp_path)
+    assert out.returncode == 2
+    assert "teleport" in out.stderr and "local.env" in out.stderr
+
+
+def test_doctor_json_lists_every_check():
+    t = time.time()
+    out = forge("doctor", "--json")
+    assert out.returncode in (0, 1)
+    names = {c["name"] for c in json.loads(out.stdout)}
+    assert {"python", "torch", "gpu", "triton", "git", "nvcc", "ncu", "compute-sanitizer",
+            "claude CLI", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "delivery"} <= names
+    assert time.time() - t < 120
+
+
+def test_doctor_never_prints_secret_values():
+    secret = "sk-test-very-secret-value-123"
+    out = forge("doctor", env={"ANTHROPIC_API_KEY": secret})
+    assert secret not in out.stdout + out.stderr
+    assert "ANTHROPIC_API_KEY" in out.stdout
