@@ -28,6 +28,10 @@ ENV_KEYS = {
     "OPENAI_BASE_URL": "openai_base_url",
     "FK_CLAUDE_BIN": "claude_bin",
     "FK_KB_DIR": "kb_dir",
+    "FK_REMOTE_PYTHON": "remote_python",
+    "FK_SSH_CONFIG": "ssh_config",
+    "RAY_ADDRESS": "ray_address",
+    "FK_REMOTE_DEVICE": "remote_device",
 }
 """Environment / local.env variable -> Settings field."""
 
@@ -66,6 +70,14 @@ class Settings(BaseModel):
     openai_base_url: str | None = None
     claude_bin: str | None = None
     """Path of the `claude` CLI (default: found on PATH)."""
+    remote_python: str | None = None
+    """Python on the remote host (``ssh`` delivery); None = ``python3``."""
+    ssh_config: str | None = None
+    """ssh client config file for the ``ssh`` delivery (``ssh -F``); None = ssh's usual ones."""
+    ray_address: str | None = None
+    """Ray cluster address (``ray`` delivery); None = start a local Ray cluster."""
+    remote_device: str | None = None
+    """``gpu`` (default) or ``cpu`` (Triton interpreter) for jobs on the ``ssh``/``ray`` delivery."""
     kb_dir: str | None = None
     """Hardware knowledge base directory (default: ``hw_kb/`` at the repository root)."""
     secrets_present: dict[str, bool] = Field(default_factory=dict)

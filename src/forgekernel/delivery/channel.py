@@ -31,15 +31,19 @@ class Envelope:
 
     def reply(self, result: dict[str, Any]) -> None:
         """Send the one answer of this job and close the channel."""
-        body = json.dumps(result, default=str).encode()
-        mac = hmac.new(self._key, body, hashlib.sha256).hexdigest().encode()
-        frame = _MAGIC + b" " + mac + b" " + str(len(body)).encode() + b"\n" + body
-        view = memoryview(frame)
+        view = memoryview(encode_frame(result, self._key.decode()))
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
         os.close(self._fd)
         self._fd = -1
+
+
+def encode_frame(result: dict[str, Any], key: str) -> bytes:
+    """One signed frame holding ``result`` (what :func:`verify_frames` accepts)."""
+    body = json.dumps(result, default=str).encode()
+    mac = hmac.new(key.encode(), body, hashlib.sha256).hexdigest().encode()
+    return _MAGIC + b" " + mac + b" " + str(len(body)).encode() + b"\n" + body
 
 
 def receive() -> Envelope:

@@ -80,6 +80,9 @@ class SubprocessRunner:
     def device_lock(self):
         yield
 
+    def on_spawn(self, pid: int) -> None:
+        """Hook: the worker started; ``pid`` is also its process group id (default: nothing)."""
+
     def describe(self) -> dict[str, Any]:
         return {"delivery": self.name, "timing": self.timing_label, "python": self.python}
 
@@ -107,6 +110,7 @@ class SubprocessRunner:
                 start_new_session=True,
             )
         os.close(wfd)
+        self.on_spawn(proc.pid)
         flooded = threading.Event()
 
         def flood() -> None:
