@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from forgekernel import exprs
 from forgekernel.errors import ForgeError
@@ -62,7 +62,10 @@ def parse_task(raw: dict[str, Any], toml_path: Path) -> TaskSpec:
         raise TaskError(f"{where}: unknown key '{unknown[0]}'; allowed keys: {', '.join(TOP_KEYS)}")
     data = dict(raw)
     data["root"] = str(toml_path.parent.resolve())
-    data["workloads"] = [_workload(w, i, where) for i, w in enumerate(data.pop("workload", []))]
+    workloads = data.pop("workload", [])
+    if not isinstance(workloads, list):
+        raise TaskError(f"{where}: workload must be an array of tables, one [[workload]] per shape")
+    data["workloads"] = [_workload(w, i, where) for i, w in enumerate(workloads)]
     try:
         task = TaskSpec.model_validate(data)
     except ValidationError as exc:
@@ -91,14 +94,40 @@ def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
         loc[0] = "workload"
     key = ".".join(str(p) for p in loc if p not in ("function-after",))
     key = key.replace(".literal['", "").replace("']", "")
-    msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        return f"unknown key '{key}'"
-    if err["type"] == "literal_error":
-        return f"{key} = {err.get('input')!r} is not allowed; {msg.replace('Input should be', 'use')}"
-    if err["type"] == "missing":
+    msg, kind, got = err["msg"], err["type"], err.get("input")
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(tuple(err["loc"][:-1]))
+        return f"unknown key '{key}'" + (f"; allowed keys: {', '.join(allowed)}" if allowed else "")
+    if kind == "literal_error":
+        return f"{key} = {got!r} is not allowed; {msg.replace('Input should be', 'use')}"
+    if kind == "missing":
         return f"missing required key '{key}'"
-    return f"{key}: {msg} (got {err.get('input')!r})"
+    if kind in ("tuple_type", "list_type"):
+        return f"{key} must be a list (TOML array) (got {got!r})"
+    if kind in ("model_type", "dict_type"):
+        return f"{key} must be a table (got {got!r})"
+    if loc and loc[-1] in ("low", "high") and isinstance(got, str):
+        return (f"{key} = {got!r}: dist bounds are numbers; for bounds that depend on an axis "
+                "define make_inputs(axes, seed) in reference.py")
+    return f"{key}: {msg.removeprefix('Value error, ')} (got {got!r})"
+
+
+def _allowed_keys(path: tuple) -> list[str]:
+    """Field names of the record at ``path`` inside a TaskSpec (empty if not a record)."""
+    cur: Any = TaskSpec
+    for part in path:
+        if isinstance(cur, type) and issubclass(cur, BaseModel):
+            field = cur.model_fields.get("workloads" if part == "workload" else str(part))
+            if field is None:
+                return []
+            cur = field.annotation
+        elif typing.get_origin(cur) in (dict, tuple):
+            cur = typing.get_args(cur)[-1 if typing.get_origin(cur) is dict else 0]
+        else:
+            return []
+    if not (isinstance(cur, type) and issubclass(cur, BaseModel)):
+        return []
+    return list(cur.model_fields)
 
 
 def _cross_check(task: TaskSpec, where: str) -> None:
@@ -125,8 +154,10 @@ def _cross_check(task: TaskSpec, where: str) -> None:
         for a, v in w.axes.items():
             spec = task.axes[a]
             if v < spec.min or (spec.max is not None and v > spec.max) or v % spec.multiple_of:
+                rules = [f">= {spec.min}"] + ([f"<= {spec.max}"] if spec.max is not None else [])
+                rules += [f"a multiple of {spec.multiple_of}"] if spec.multiple_of > 1 else []
                 raise TaskError(f"{where}: workload[{i}].{a} = {v} is outside axis '{a}' "
-                                f"(min {spec.min}, max {spec.max}, multiple of {spec.multiple_of})")
+                                f"(must be {', '.join(rules)})")
     for key in ("flops", "bytes"):
         text = getattr(task.cost, key)
         if text is None:
