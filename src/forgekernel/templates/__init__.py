@@ -1,0 +1,198 @@
+"""Triton kernel templates for the built-in agent, and the catalog that describes them.
+
+Each template is a complete ``kernel.py`` (a module in this package, shipped as data and
+never imported here) whose knobs and semantic constants sit in a header block::
+
+    # --- knobs ---
+    NUM_WARPS = 0
+    # --- semantics ---
+    EPS = 1e-6
+    # --- end ---
+
+and which defines one function per operator it implements (``rmsnorm``, ``softmax``, ...).
+:func:`render` rewrites the header with chosen values and appends a ``run`` with the
+reference's own parameter names that calls the operator function.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A tunable constant of a template: its default and the values worth searching."""
+
+    name: str
+    default: int
+    space: tuple[int, ...]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Template:
+    """One kernel structure ("one row per program", "looped over column blocks", ...)."""
+
+    name: str
+    family: str
+    structure: str
+    """What the structure is, in words (goes into the curriculum's decision lines)."""
+    ops: tuple[str, ...]
+    """Operator functions the template defines (the semantics it implements)."""
+    knobs: tuple[Knob, ...]
+    lever: str = ""
+    """What this structure buys, in words."""
+
+    def defaults(self) -> dict[str, int]:
+        return {k.name: k.default for k in self.knobs}
+
+    def space(self) -> dict[str, list[int]]:
+        return {k.name: list(k.space) for k in self.knobs}
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise KeyError(f"template {self.name} has no knob {name}")
+
+    def source(self) -> str:
+        return resources.files(__package__).joinpath(f"{self.name}.py").read_text()
+
+
+@dataclass(frozen=True)
+class Config:
+    """A fully specified candidate: template plus every knob's value."""
+
+    template: str
+    knobs: dict[str, int] = field(default_factory=dict)
+
+    def key(self) -> str:
+        """Canonical JSON, used as the coder's summary and to recognise repeats."""
+        return json.dumps({"template": self.template, "knobs": dict(sorted(self.knobs.items()))},
+                          separators=(",", ":"))
+
+    @staticmethod
+    def parse(text: str) -> Config | None:
+        """The config in a summary written by :meth:`key` (None for any other text)."""
+        start = text.find("{")
+        if start < 0:
+            return None
+        try:
+            raw = json.loads(text[start:])
+        except ValueError:
+            return None
+        if not isinstance(raw, dict) or not isinstance(raw.get("template"), str):
+            return None
+        knobs = raw.get("knobs") or {}
+        if not isinstance(knobs, dict):
+            return None
+        return Config(raw["template"], {str(k): v for k, v in sorted(knobs.items())})
+
+
+_W = (2, 4, 8, 16, 32)
+TEMPLATES: tuple[Template, ...] = (
+    Template("rownorm_row", "rownorm", "one program per row, the whole row in registers, fp32 statistics",
+             ("rmsnorm", "layernorm", "fused_add_rmsnorm"),
+             (Knob("NUM_WARPS", 0, (0, 4, 8, 16, 32), "0 = from the row length"),),
+             "all launches fused into one; every element read once, written once"),
+    Template("rownorm_multirow", "rownorm", "several rows per program in one 2-D block (short rows)",
+             ("rmsnorm", "layernorm", "fused_add_rmsnorm"),
+             (Knob("ROWS", 4, (1, 2, 4, 8, 16, 32)), Knob("NUM_WARPS", 4, _W),
+              Knob("MAX_TILE", 16384, (8192, 16384, 32768))),
+             "one launch; fewer, fatter programs for short rows"),
+    Template("rownorm_looped", "rownorm", "one program per row looping over column blocks (very long rows)",
+             ("rmsnorm", "layernorm", "fused_add_rmsnorm"),
+             (Knob("BLOCK_N", 4096, (1024, 2048, 4096, 8192, 16384)), Knob("NUM_WARPS", 8, _W)),
+             "one launch; bounded registers for any row length, re-reads from L2"),
+    Template("softmax_row", "softmax", "one program per row, the whole row in registers, fp32 max/exp/sum",
+             ("softmax", "log_softmax"),
+             (Knob("NUM_WARPS", 0, (0, 4, 8, 16, 32), "0 = from the row length"),),
+             "all launches fused into one; every element read once, written once"),
+    Template("softmax_multirow", "softmax", "several rows per program in one 2-D block (short rows)",
+             ("softmax", "log_softmax"),
+             (Knob("ROWS", 4, (1, 2, 4, 8, 16, 32)), Knob("NUM_WARPS", 4, _W),
+              Knob("MAX_TILE", 16384, (8192, 16384, 32768))),
+             "one launch; fewer, fatter programs for short rows"),
+    Template("softmax_looped", "softmax", "online softmax over column blocks, one row per program (long rows)",
+             ("softmax", "log_softmax"),
+             (Knob("BLOCK_N", 4096, (1024, 2048, 4096, 8192, 16384)), Knob("NUM_WARPS", 8, _W)),
+             "one launch; bounded registers for any row length, one re-read from L2"),
+    Template("gated_flat", "elementwise", "flat 1-D blocks over the contiguous tensors",
+             ("swiglu",),
+             (Knob("BLOCK", 4096, (1024, 2048, 4096, 8192, 16384)), Knob("NUM_WARPS", 8, _W)),
+             "one launch; every element read once, written once"),
+    Template("gated_rows", "elementwise", "2-D grid of ROWS x BLOCK_N tiles (strided rows, no copy)",
+             ("swiglu",),
+             (Knob("BLOCK_N", 1024, (256, 512, 1024, 2048, 4096)), Knob("ROWS", 4, (1, 2, 4, 8, 16)),
+              Knob("NUM_WARPS", 8, _W)),
+             "one launch; tile shape decoupled from the row length"),
+    Template("matmul_tiled", "matmul", "output tiles, grouped program order, tl.dot with fp32 accumulation",
+             ("matmul",),
+             (Knob("BLOCK_M", 128, (32, 64, 128, 256)), Knob("BLOCK_N", 128, (32, 64, 128, 256)),
+              Knob("BLOCK_K", 64, (32, 64, 128)), Knob("GROUP_M", 8, (1, 4, 8, 16)),
+              Knob("NUM_WARPS", 8, (4, 8)), Knob("NUM_STAGES", 3, (2, 3, 4, 5))),
+             "tensor cores with operand reuse in L2 through grouped ordering"),
+    Template("xent_looped", "cross_entropy", "one program per row, online logsumexp over vocabulary chunks, then a fixed-order mean",
+             ("cross_entropy",),
+             (Knob("BLOCK_V", 4096, (1024, 2048, 4096, 8192, 16384)), Knob("NUM_WARPS", 8, _W)),
+             "logits read once in bf16 (no fp32 copy), two launches"),
+    Template("rope_rows", "rope", "ROWS (batch, position, head) rows per program, both halves in registers",
+             ("rope",),
+             (Knob("ROWS", 16, (1, 2, 4, 8, 16, 32, 64)), Knob("NUM_WARPS", 4, _W)),
+             "one launch; q read once, written once, cos/sin from L2"),
+)
+"""Every template, by family; the first of a family is its default structure."""
+
+
+def template(name: str) -> Template:
+    for t in TEMPLATES:
+        if t.name == name:
+            return t
+    raise KeyError(f"no template named {name!r}")
+
+
+def for_op(op: str) -> list[Template]:
+    """Templates implementing ``op``, default structure first."""
+    return [t for t in TEMPLATES if op in t.ops]
+
+
+def complete(tpl: Template, knobs: dict[str, Any] | None = None) -> Config:
+    """Defaults overlaid with ``knobs`` (unknown knob names are an error)."""
+    values = tpl.defaults()
+    for name, value in (knobs or {}).items():
+        tpl.knob(name)
+        values[name] = int(value)
+    return Config(tpl.name, values)
+
+
+_HEADER = re.compile(r"^# --- knobs ---\n(?P<body>.*?)^# --- end ---\n", re.M | re.S)
+_ASSIGN = re.compile(r"^(?P<name>[A-Z_][A-Z0-9_]*) = (?P<value>[^#\n]*?)(?P<comment>\s*#.*)?$", re.M)
+
+
+def render(cfg: Config, op: str, params: tuple[str, ...], constants: dict[str, Any],
+           note: str = "") -> str:
+    """The kernel.py text for ``cfg`` implementing ``op`` with ``run(*params)``."""
+    tpl = template(cfg.template)
+    if op not in tpl.ops:
+        raise KeyError(f"template {tpl.name} does not implement {op}")
+    text = tpl.source()
+    head = _HEADER.search(text)
+    if head is None:
+        raise ValueError(f"template {tpl.name} has no knob header")
+    values = {**{k: v for k, v in constants.items()}, **cfg.knobs}
+
+    def subst(m: re.Match) -> str:
+        name = m.group("name")
+        value = repr(values[name]) if name in values else m.group("value")
+        return f"{name} = {value}{m.group('comment') or ''}"
+
+    body = _ASSIGN.sub(subst, head.group("body"))
+    text = text[:head.start("body")] + body + text[head.end("body"):]
+    args = ", ".join(params)
+    entry = (f"\n\n# --- entry point: {op} ({note or 'forgekernel built-in agent'}) ---\n"
+             f"def run({args}):\n    return {op}({args})\n")
+    return text.rstrip("\n") + "\n" + entry
