@@ -239,10 +239,11 @@ def _capture_cpu(fn: Callable[[], Any], repeats: int) -> LaunchTrace:
     has_ops = len(times) > n_triton
     source = "+".join(s for s, used in ((INTERP_SOURCE, n_triton > 0), (CPU_OPS_SOURCE, has_ops))
                       if used) or CPU_OPS_SOURCE
-    notes = ("cpu: no device; times are host times (cpu-interpret), aten ops are counted as "
-             "the launches an eager GPU run would make",)
+    notes = ["cpu: no device; kernel times are host times (cpu-interpret)"]
+    if has_ops:
+        notes.append("cpu: aten ops are counted as the launches an eager GPU run would make")
     return LaunchTrace(kernels=kernels, launches=sum(k.count for k in kernels),
-                       device_time_ms=None, source=source, notes=notes)
+                       device_time_ms=None, source=source, notes=tuple(notes))
 
 
 def _would_be_launches(ev: Any) -> list[Any]:

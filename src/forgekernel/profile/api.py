@@ -1,0 +1,115 @@
+"""``profile_task``: one Profile per workload, measured in a worker process.
+
+The caller's process imports no torch and runs no candidate code: a delivery Runner starts
+``python -m forgekernel.profile.worker`` (a fresh process), which times, counts launches,
+computes the roofline and, on a GPU with Nsight Compute, collects hardware counters. For a
+Triton candidate a second job adds the compile-time report (registers, shared memory,
+spills, wgmma/TMA) per workload. On the CPU runner only smoke workloads are profiled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from forgekernel.delivery import Job, Runner
+from forgekernel.errors import ForgeError
+from forgekernel.records import Profile, TaskSpec, Workload
+
+NcuMode = Literal["auto", "on", "off"]
+
+
+class ProfileError(ForgeError, RuntimeError):
+    """The profile worker failed or answered with an error (one line)."""
+
+
+def workloads_for(task: TaskSpec, runner: Runner) -> tuple[Workload, ...]:
+    """Smoke workloads on the CPU runner, visible non-smoke ones on a GPU (smoke if none)."""
+    if runner.name == "cpu":
+        chosen = task.smoke_workloads()
+        if not chosen:
+            raise ProfileError(f"task {task.name} has no smoke workload for the CPU runner")
+        return chosen
+    return task.gpu_workloads() or task.smoke_workloads()
+
+
+def is_triton_candidate(kernel: Path | None) -> bool:
+    """A candidate whose kernel.py uses Triton (and has no .cu sources)."""
+    if kernel is None:
+        return False
+    from forgekernel.profile.subject import kernel_file
+
+    path = kernel_file(kernel)
+    if list(path.parent.glob("*.cu")):
+        return False
+    return "triton" in path.read_text(errors="replace")
+
+
+def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
+                 ncu: NcuMode = "auto", static: bool | None = None,
+                 workloads: tuple[Workload, ...] | None = None, ncu_dir: Path | None = None,
+                 timeout_s: float | None = None) -> list[Profile]:
+    """Profile the task's reference (or ``kernel``) at each workload; one Profile each.
+
+    ``ncu``: 'auto' uses Nsight Compute when the worker finds it, 'on' requires it (a
+    ForgeError otherwise), 'off' skips it. ``static`` (default: yes for Triton candidates)
+    adds compile-time metrics. ``ncu_dir`` keeps ncu's raw CSV files there.
+    """
+    if ncu not in ("auto", "on", "off"):
+        raise ProfileError(f"--ncu {ncu!r}: use auto, on or off")
+    if ncu == "on" and runner.name == "cpu":
+        raise ProfileError("--ncu on needs a GPU delivery (local); the cpu runner has no device")
+    chosen = workloads or workloads_for(task, runner)
+    payload = {"mode": "profile", "task": task.root, "workloads": [w.axes for w in chosen],
+               "kernel": str(Path(kernel).resolve()) if kernel else None, "ncu": ncu, "seed": 0,
+               "ncu_dir": str(ncu_dir.resolve()) if ncu_dir else None}
+    limit = timeout_s or 120.0 + 60.0 * len(chosen) * (3 if ncu != "off" else 1)
+    answer = _run(runner, payload, limit)
+    profiles = [Profile.model_validate(p) for p in answer["profiles"]]
+    if static is None:
+        static = is_triton_candidate(kernel)
+    if static and kernel is not None:
+        reports = static_reports(task, runner, Path(kernel), chosen, timeout_s=limit)
+        profiles = [merge_static(p, r) for p, r in zip(profiles, reports, strict=True)]
+    return profiles
+
+
+def static_reports(task: TaskSpec, runner: Runner, kernel: Path,
+                   workloads: tuple[Workload, ...], *, timeout_s: float = 600.0) -> list[Any]:
+    """Compile-time reports (one per workload) made in a worker process."""
+    from forgekernel.profile.static import StaticReport
+
+    payload = {"mode": "static", "task": task.root, "kernel": str(kernel.resolve()),
+               "workloads": [w.axes for w in workloads]}
+    # Triton's own library (tl.sum, ...) must be compiled-mode JIT functions: the worker
+    # starts outside the interpreter and switches it on only to capture the launches.
+    answer = _run(runner, payload, timeout_s, env={"TRITON_INTERPRET": "0"})
+    return [StaticReport.model_validate(r) for r in answer["static"]]
+
+
+def merge_static(prof: Profile, report: Any) -> Profile:
+    """Add compile-time metrics a run-time tool (ncu) did not already measure."""
+    metrics = dict(prof.metrics)
+    sources = dict(prof.sources)
+    for key, value in report.metrics().items():
+        if key not in metrics:
+            metrics[key] = value
+            sources[key] = f"static: {report.tool} for {report.target}"
+    facts = [f"static {report.target}: {k.name} [{k.config}] regs {k.regs}, smem {k.smem_bytes} B, "
+             f"spill stores {k.spill_stores} B, wgmma {k.uses_wgmma}, tma {k.uses_tma}"
+             for k in report.kernels]
+    notes = (*prof.notes, *facts, *(f"static: {n}" for n in report.notes))
+    return prof.model_copy(update={"metrics": metrics, "sources": sources, "notes": notes})
+
+
+def _run(runner: Runner, payload: dict[str, Any], timeout_s: float,
+         env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = runner.run(Job(module="forgekernel.profile.worker", payload=payload,
+                            timeout_s=timeout_s, env=env or {}))
+    if not result.ok or result.result is None:
+        tail = [ln for ln in result.stderr_tail.strip().splitlines() if ln.strip()][-1:]
+        raise ProfileError(f"profile worker: {result.describe_failure()}"
+                           + (f" ({tail[0][:200]})" if tail else ""))
+    if "error" in result.result:
+        raise ProfileError(f"profile worker: {result.result['error']}")
+    return result.result

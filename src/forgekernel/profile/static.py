@@ -1,0 +1,282 @@
+"""Compile-time report without a GPU: registers, shared memory, spills, wgmma and TMA use.
+
+Triton candidates: the candidate's Python wrapper is run at each workload on ``meta`` tensors
+with Triton in interpreter mode and every launch *captured, not executed* (so even the
+largest workload costs nothing); each distinct launch (kernel, signature, constexprs,
+options) is then compiled for ``sm_90a`` with ``triton.compile`` and a ``GPUTarget``. From the
+compiled kernel: shared memory (metadata), registers and local memory (``cuobjdump
+--dump-resource-usage`` on the cubin), spill stores/loads (``ptxas -v`` on the PTX, the same
+ptxas Triton uses), wgmma (PTX ``wgmma.mma_async``, SASS ``HGMMA``) and TMA (PTX
+``cp.async.bulk.tensor``, SASS ``UTMALDG``/``UTMASTG``). Triton ships ptxas and cuobjdump.
+
+The Triton path flips ``triton.knobs.runtime.interpret`` and imports the candidate: call it
+in a worker process (``forgekernel.profile.worker`` does), never in the CLI's process, and in
+one started *without* ``TRITON_INTERPRET=1`` (Triton's own library functions such as
+``tl.sum`` must be compiled-mode JIT functions; the interpreter is switched on only while
+the candidate's launches are captured).
+
+CUDA candidates (``*.cu``): ``nvcc -arch=sm_90a -cubin -Xptxas -v`` and ``cuobjdump -sass``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from forgekernel.errors import ForgeError
+from forgekernel.records import TaskSpec, Workload
+
+MAX_VARIANTS = 8
+"""Distinct compiled launches reported at most (autotuners can produce many)."""
+
+
+class StaticError(ForgeError, RuntimeError):
+    """The compile-time report cannot be made (no compiler, the kernel does not compile)."""
+
+
+class StaticKernel(BaseModel):
+    """One compiled kernel variant."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    config: str = ""
+    """The specialisation it was compiled for (constexprs, num_warps, workload)."""
+    regs: int | None = None
+    smem_bytes: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    local_bytes: int | None = None
+    uses_wgmma: bool | None = None
+    uses_tma: bool | None = None
+
+
+class StaticReport(BaseModel):
+    """Compile-time facts of a candidate's kernels for one target."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: str
+    tool: str
+    kernels: tuple[StaticKernel, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def metrics(self) -> dict[str, int | bool]:
+        """Profile metrics (see profile.METRICS): regs, smem_bytes, spills, uses_wgmma, uses_tma."""
+        out: dict[str, int | bool] = {}
+        for key, name, agg in (("regs", "regs", max), ("smem_bytes", "smem_bytes", max),
+                               ("spill_stores", "spills", sum)):
+            vals = [getattr(k, key) for k in self.kernels if getattr(k, key) is not None]
+            if vals:
+                out[name] = int(agg(vals))
+        for key in ("uses_wgmma", "uses_tma"):
+            vals = [getattr(k, key) for k in self.kernels if getattr(k, key) is not None]
+            if vals:
+                out[key] = any(vals)
+        return out
+
+
+# ------------------------------------------------------------------ text parsers
+
+
+_PTXAS_FUNC = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_USED = re.compile(r"Used (\d+) registers")
+_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_verbose(text: str) -> dict[str, dict[str, int]]:
+    """``ptxas -v`` output -> {function: {regs, smem_bytes, spill_stores, spill_loads, stack}}."""
+    out: dict[str, dict[str, int]] = {}
+    current = None
+    for line in text.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            current = m.group(1)
+            out.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        if m := _PTXAS_SPILL.search(line):
+            out[current].update(stack=int(m.group(1)), spill_stores=int(m.group(2)),
+                                spill_loads=int(m.group(3)))
+        if m := _PTXAS_USED.search(line):
+            out[current]["regs"] = int(m.group(1))
+            s = _PTXAS_SMEM.search(line)
+            out[current]["smem_bytes"] = int(s.group(1)) if s else 0
+    return out
+
+
+_RES_FUNC = re.compile(r"^\s*Function ([\w$.]+):\s*$")
+_RES_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+
+
+def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
+    """``cuobjdump --dump-resource-usage`` -> {function: {REG, SHARED, LOCAL, STACK, ...}}."""
+    out: dict[str, dict[str, int]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := _RES_FUNC.match(line):
+            current = m.group(1)
+            out[current] = {}
+        elif current and "REG:" in line:
+            out[current] = {k: int(v) for k, v in _RES_FIELD.findall(line)}
+    return out
+
+
+def split_sass(text: str) -> dict[str, str]:
+    """``cuobjdump -sass`` -> {function: its SASS text}."""
+    out: dict[str, str] = {}
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"\s*Function : ([\w$.]+)", line)
+        if m:
+            current = m.group(1)
+            out[current] = ""
+        elif current:
+            out[current] += line + "\n"
+    return out
+
+
+def uses_wgmma(code: str) -> bool:
+    return "wgmma.mma_async" in code or "HGMMA" in code
+
+
+def uses_tma(code: str) -> bool:
+    return "cp.async.bulk.tensor" in code or "UTMALDG" in code or "UTMASTG" in code
+
+
+# ------------------------------------------------------------------ entry
+
+
+def static_report(task: TaskSpec, kernel: Path, *, workloads: tuple[Workload, ...] | None = None,
+                  arch: int = 90) -> StaticReport:
+    """Compile the candidate's kernels for sm_<arch> and report their resources (no GPU)."""
+    kernel = Path(kernel)
+    sources = sorted(kernel.glob("*.cu")) if kernel.is_dir() else ([kernel] if kernel.suffix == ".cu" else [])
+    if sources:
+        return cuda_static(sources, arch=arch)
+    from forgekernel.profile.subject import kernel_file
+
+    return triton_static(task, kernel_file(kernel), workloads or task.workloads, arch=arch)
+
+
+def cuda_static(sources: list[Path], *, arch: int = 90, nvcc: str | None = None,
+                extra: tuple[str, ...] = ()) -> StaticReport:
+    """nvcc -Xptxas -v plus cuobjdump -sass for each CUDA source."""
+    nvcc = nvcc or shutil.which("nvcc")
+    if nvcc is None:
+        raise StaticError("nvcc is not on PATH: the CUDA compile-time report needs the CUDA toolkit")
+    kernels: list[StaticKernel] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="fk-static-") as tmp:
+        for src in sources:
+            cubin = Path(tmp) / (src.stem + ".cubin")
+            proc = subprocess.run([nvcc, f"-arch=sm_{arch}a", "-cubin", "-Xptxas", "-v", *extra,
+                                   "-o", str(cubin), str(src)], capture_output=True, text=True,
+                                  timeout=600, check=False)
+            if proc.returncode != 0:
+                notes.append(f"{src.name}: nvcc failed: {_last_line(proc.stderr)}")
+                continue
+            info = parse_ptxas_verbose(proc.stderr + proc.stdout)
+            sass = split_sass(_run_tool([_cuobjdump(), "-sass", str(cubin)]))
+            kernels += [_from_ptxas(name, facts, sass.get(name, ""), src.name)
+                        for name, facts in info.items()]
+    return StaticReport(target=f"sm_{arch}a", tool=f"nvcc ({_version(nvcc)})",
+                        kernels=tuple(kernels), notes=tuple(notes))
+
+
+def _from_ptxas(name: str, facts: dict[str, int], sass: str, config: str) -> StaticKernel:
+    return StaticKernel(name=name, config=config, regs=facts.get("regs"),
+                        smem_bytes=facts.get("smem_bytes"), spill_stores=facts.get("spill_stores"),
+                        spill_loads=facts.get("spill_loads"), local_bytes=facts.get("stack"),
+                        uses_wgmma=uses_wgmma(sass) if sass else None,
+                        uses_tma=uses_tma(sass) if sass else None)
+
+
+def _cuobjdump() -> str:
+    try:
+        import triton
+
+        path = triton.knobs.nvidia.cuobjdump.path
+        if path:
+            return path
+    except (ImportError, AttributeError):
+        pass
+    found = shutil.which("cuobjdump")
+    if found is None:
+        raise StaticError("cuobjdump not found (neither Triton's bundled one nor on PATH)")
+    return found
+
+
+def _run_tool(cmd: list[str], stdin_file: Path | None = None) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    if proc.returncode != 0:
+        raise StaticError(f"{Path(cmd[0]).name} failed: {_last_line(proc.stderr)}")
+    return proc.stdout + proc.stderr
+
+
+def _version(tool: str) -> str:
+    proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "unknown version"
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+def triton_static(task: TaskSpec, kernel: Path, workloads: tuple[Workload, ...], *,
+                  arch: int = 90) -> StaticReport:
+    """Capture launches at each workload (meta tensors), compile each distinct one for sm_<arch>."""
+    from forgekernel.profile.triton_compile import capture_specs, compile_spec
+
+    specs, notes = capture_specs(task, kernel, workloads)
+    kernels = []
+    for spec in specs[:MAX_VARIANTS]:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*FP_FUSION.*")
+            compiled = compile_spec(spec, arch)
+        kernels.append(_from_compiled(spec, compiled, arch))
+    if len(specs) > MAX_VARIANTS:
+        notes.append(f"{len(specs) - MAX_VARIANTS} more compiled variants not reported")
+    import triton
+
+    return StaticReport(target=f"sm_{arch}a", tool=f"triton {triton.__version__} triton.compile",
+                        kernels=tuple(kernels), notes=tuple(notes))
+
+
+def _from_compiled(spec: Any, compiled: Any, arch: int) -> StaticKernel:
+    """Facts of one compiled Triton kernel (cubin resource usage, ptxas -v, PTX/SASS scan)."""
+    name = compiled.metadata.name
+    with tempfile.TemporaryDirectory(prefix="fk-static-") as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        ptx = Path(tmp) / "k.ptx"
+        ptx.write_text(compiled.asm["ptx"])
+        res = parse_resource_usage(_run_tool([_cuobjdump(), "--dump-resource-usage", str(cubin)]))
+        sass = split_sass(_run_tool([_cuobjdump(), "-sass", str(cubin)])).get(name, "")
+        verbose = parse_ptxas_verbose(_run_tool([_ptxas(arch), "-v", f"--gpu-name=sm_{arch}a",
+                                                 str(ptx), "-o", str(Path(tmp) / "v.cubin")]))
+    usage = res.get(name, {})
+    facts = verbose.get(name, {})
+    code = compiled.asm["ptx"] + sass
+    smem = int(compiled.metadata.shared) + usage.get("SHARED", 0)
+    return StaticKernel(name=name, config=spec.describe(), regs=usage.get("REG", facts.get("regs")),
+                        smem_bytes=smem, spill_stores=facts.get("spill_stores"),
+                        spill_loads=facts.get("spill_loads"), local_bytes=usage.get("LOCAL"),
+                        uses_wgmma=uses_wgmma(code), uses_tma=uses_tma(code))
+
+
+def _ptxas(arch: int) -> str:
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    return get_ptxas(arch).path
