@@ -63,19 +63,20 @@ class _Hangup(threading.Thread):
                     os.killpg(self.pid, signal.SIGKILL)
 
 
-def _runner(device: str, gpu: int | None, hangup: _Hangup):
-    """A local runner for this host whose worker the hang-up watcher can kill."""
+def local_runner(device: str, gpu: int | None, name: str, on_spawn=None):
+    """This host's runner for ``device`` (``cpu`` or ``gpu``), reporting itself as ``name``."""
     from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
 
     base = CpuRunner if device == "cpu" else LocalGpuRunner
 
-    class Remote(base):
-        name = "ssh"
-
+    class Delegated(base):
         def on_spawn(self, pid: int) -> None:
-            hangup.spawned(pid)
+            if on_spawn is not None:
+                on_spawn(pid)
 
-    return Remote() if device == "cpu" else Remote(gpu=gpu)
+    runner = Delegated() if device == "cpu" else Delegated(gpu=gpu)
+    runner.name = name
+    return runner
 
 
 def _read_exact(stream, n: int) -> bytes:
@@ -110,7 +111,8 @@ def run_request(request: dict[str, Any], inputs: bytes, hangup: _Hangup) -> dict
         spec = dict(request["job"])
         spec["payload"] = unpack_inputs(spec["payload"], inputs, jobdir)
         spec["cwd"] = str(jobdir)
-        result = _runner(request["device"], request.get("gpu"), hangup).run(Job(**spec))
+        runner = local_runner(request["device"], request.get("gpu"), "ssh", hangup.spawned)
+        result = runner.run(Job(**spec))
     finally:
         hangup.spawned(None)
         shutil.rmtree(jobdir, ignore_errors=True)
