@@ -152,7 +152,10 @@ def test_make_inputs_is_seeded_and_in_range():
     a, b, c = module.make_inputs(axes, 3), module.make_inputs(axes, 3), module.make_inputs(axes, 4)
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert not torch.equal(a[0], c[0])
-    assert int(a[1].min()) >= 0 and int(a[1].max()) < 300
+    assert int(a[1].min()) >= 0 and 256 <= int(a[1].max()) < 300  # the whole range, not [0, 256)
+    meta = module.make_inputs(axes, 3, device="meta")
+    assert [(t.device.type, tuple(t.shape), t.dtype) for t in meta] == [
+        ("meta", (64, 300), torch.bfloat16), ("meta", (64,), torch.int64)]
     # the spec's fallback bound stays valid at every workload
     assert all(task.inputs["targets"].dist.high <= w.axes["V"] for w in task.workloads)
 

@@ -17,10 +17,12 @@ def run(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return (lse - picked).mean()
 
 
-def make_inputs(axes: dict, seed: int) -> tuple:
-    """Logits ~ N(0, LOGIT_STD^2) in bf16 and targets uniform in [0, V)."""
-    gen = torch.Generator().manual_seed(seed)
+def make_inputs(axes: dict, seed: int, device: str = "cpu") -> tuple:
+    """Logits ~ N(0, LOGIT_STD^2) in bf16 and targets uniform in [0, V), made on ``device``."""
     m, v = axes["M"], axes["V"]
-    logits = (torch.randn(m, v, generator=gen) * LOGIT_STD).to(torch.bfloat16)
-    targets = torch.randint(0, v, (m,), generator=gen, dtype=torch.int64)
+    if device == "meta":  # shapes only (static compile reports)
+        return torch.empty(m, v, dtype=torch.bfloat16, device="meta"), torch.empty(m, dtype=torch.int64, device="meta")
+    gen = torch.Generator(device=device).manual_seed(seed)
+    logits = torch.randn(m, v, generator=gen, device=device, dtype=torch.bfloat16).mul_(LOGIT_STD)
+    targets = torch.randint(0, v, (m,), generator=gen, device=device, dtype=torch.int64)
     return logits, targets
