@@ -111,3 +111,22 @@ def test_missing_ray_is_one_line_error():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ERR the ray delivery needs Ray: pip install 'forgekernel[ray]'"
+
+
+def test_doctor_rows_and_make_runner_for_ray():
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install 'forgekernel[ray]')")
+    from forgekernel.config import Settings
+    from forgekernel.delivery import make_runner
+    from forgekernel.delivery.base import cuda_device_name
+    from forgekernel.delivery.checks import check_delivery
+    from forgekernel.delivery.ray_runner import RayRunner
+
+    rows = {name: (ok, detail) for name, ok, detail in check_delivery(Settings(delivery="ray"))}
+    assert rows["ray"][0] is True
+    assert rows["ray cluster"][0] is bool(cuda_device_name())
+    assert "starts a local Ray cluster" in rows["ray cluster"][1]
+    runner = make_runner("ray", settings=Settings(delivery="ray", ray_address="127.0.0.1:6379",
+                                                  remote_device="cpu"))
+    assert isinstance(runner, RayRunner) and runner.address == "127.0.0.1:6379"
+    assert runner.timing_label == "cpu-interpret"

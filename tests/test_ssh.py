@@ -164,3 +164,37 @@ def test_remote_without_gpu_or_torch_says_what_is_missing(sshd, tmp_path):
                         ssh_config=sshd.ssh_config, device="cpu")
     with pytest.raises(DeliveryError, match="not found on"):
         nothing.prepare()
+
+
+def _settings(sshd, workdir, **kw):
+    from forgekernel.config import Settings
+
+    base = {"delivery": "ssh", "remote_host": ALIAS, "remote_workdir": str(workdir),
+            "remote_python": sys.executable, "ssh_config": str(sshd.ssh_config), "remote_device": "cpu"}
+    return Settings(**{**base, **kw})
+
+
+def test_doctor_rows_for_ssh(sshd, tmp_path):
+    from forgekernel.delivery.checks import check_delivery
+
+    rows = {name: (ok, detail) for name, ok, detail in check_delivery(_settings(sshd, tmp_path / "w"))}
+    assert all(ok for ok, _ in rows.values()), rows
+    assert "cpu-interpret" in rows["ssh round trip"][1]
+    rows = {name: (ok, detail) for name, ok, detail in
+            check_delivery(_settings(sshd, tmp_path / "w", remote_device="gpu"))}
+    assert rows["remote GPU"][0] is False and "FK_REMOTE_DEVICE=cpu" in rows["remote GPU"][1]
+    assert "ssh round trip" not in rows
+    bad = check_delivery(_settings(sshd, tmp_path / "w", ssh_config=str(tmp_path / "missing")))
+    assert bad[0][0] == "ssh reachable" and bad[0][1] is False
+
+
+def test_make_runner_builds_ssh_from_settings(sshd, tmp_path):
+    from forgekernel.config import Settings
+    from forgekernel.delivery import make_runner
+
+    runner = make_runner("ssh", settings=_settings(sshd, tmp_path / "w", gpu=1))
+    assert isinstance(runner, SshRunner) and runner.gpu == 1 and runner.device == "cpu"
+    with pytest.raises(DeliveryError, match="needs REMOTE_HOST"):
+        make_runner("ssh", settings=Settings(delivery="ssh"))
+    with pytest.raises(DeliveryError, match="FK_REMOTE_DEVICE must be gpu or cpu"):
+        make_runner("ssh", settings=_settings(sshd, tmp_path, remote_device="tpu"))

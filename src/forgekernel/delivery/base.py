@@ -84,15 +84,32 @@ class Runner(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
-def make_runner(name: str, *, gpu: int | None = None) -> Runner:
-    """Build the runner for a delivery name; unknown names raise ValueError."""
+def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> Runner:
+    """Build the runner for a delivery name; unknown names raise ValueError.
+
+    ``ssh`` and ``ray`` read their host, work dir, Python, ssh config, cluster address and
+    device from ``settings`` (a :class:`forgekernel.config.Settings`); ``gpu`` overrides
+    ``settings.gpu``. Nothing connects until the first job (or ``prepare``/``connect``).
+    """
     from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
 
     if name == "cpu":
         return CpuRunner()
     if name == "local":
         return LocalGpuRunner(gpu=gpu)
-    raise ValueError(f"unknown delivery '{name}'; use cpu or local")
+    if name in ("ssh", "ray"):
+        from forgekernel.config import Settings
+
+        settings = settings or Settings()
+        gpu = gpu if gpu is not None else settings.gpu
+        if name == "ssh":
+            from forgekernel.delivery.ssh import ssh_runner
+
+            return ssh_runner(settings, gpu=gpu)
+        from forgekernel.delivery.ray_runner import RayRunner
+
+        return RayRunner(settings.ray_address, device=settings.remote_device)
+    raise ValueError(f"unknown delivery '{name}'; use cpu, local, ssh or ray")
 
 
 def cuda_device_name() -> str | None:

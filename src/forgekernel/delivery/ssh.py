@@ -111,12 +111,16 @@ class SshRunner:
                             f"{proc.returncode}): {_last_line(err)}")
 
     # -- once per run
+    def probe(self) -> dict[str, Any]:
+        """What the host has (Python, modules, CUDA, work dir, bundle); raises if unreachable."""
+        return self._boot("probe", judge_bundle()[0])
+
     def prepare(self) -> dict[str, Any]:
         """Probe the host and install the judge bundle there (once); return what was found."""
         if self.remote is not None:
             return self.remote
         bundle, data = judge_bundle()
-        info = self._boot("probe", bundle)
+        info = self.probe()
         problem = remote_problem(info, device=self.device, gpu=self.gpu)
         if problem:
             raise DeliveryError(f"remote host '{self.host}' ({self.python}, Python "
@@ -226,3 +230,16 @@ def _converse(argv: list[str], data: bytes, timeout_s: float, cap: int) -> tuple
     with contextlib.suppress(BrokenPipeError, OSError):
         proc.stdin.close()
     return proc.returncode, bytes(out), err.decode(errors="replace"), expired
+
+
+DEFAULT_WORKDIR = "~/.cache/forgekernel/remote"
+
+
+def ssh_runner(settings: Any, *, gpu: int | None = None) -> SshRunner:
+    """The SshRunner that ``settings`` describe (REMOTE_HOST is required)."""
+    if not settings.remote_host:
+        raise DeliveryError("FK_DELIVERY=ssh needs REMOTE_HOST (an ssh alias that logs in "
+                            "without a prompt); set it in local.env or the environment")
+    return SshRunner(settings.remote_host, settings.remote_workdir or DEFAULT_WORKDIR,
+                     python=settings.remote_python, ssh_config=settings.ssh_config, gpu=gpu,
+                     device=settings.remote_device)
