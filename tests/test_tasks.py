@@ -145,6 +145,18 @@ def test_reference_computes_its_operator(name, wl):
         torch.testing.assert_close(g.double(), w, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize(("name", "wl"), list(smoke_cases()))
+def test_reference_runs_as_the_float64_oracle(name, wl):
+    """The judge's oracle is the reference on float64 copies of the floating inputs."""
+    task = load_task(TASKS / name)
+    module = check_reference_module(task)
+    inputs = inputs_for(task, module, wl, seed=2)
+    up = [t.double() if t.is_floating_point() else t for t in inputs]
+    for own, oracle in zip(as_tuple(module.run(*inputs)), as_tuple(module.run(*up)), strict=True):
+        assert oracle.shape == own.shape
+        torch.testing.assert_close(own.double(), oracle.double(), rtol=2e-2, atol=2e-2)
+
+
 def test_make_inputs_is_seeded_and_in_range():
     task = load_task(TASKS / "cross_entropy")
     module = check_reference_module(task)
