@@ -198,3 +198,13 @@ def test_make_runner_builds_ssh_from_settings(sshd, tmp_path):
         make_runner("ssh", settings=Settings(delivery="ssh"))
     with pytest.raises(DeliveryError, match="FK_REMOTE_DEVICE must be gpu or cpu"):
         make_runner("ssh", settings=_settings(sshd, tmp_path, remote_device="tpu"))
+
+
+def test_local_env_example_documents_every_setting(repo):
+    from forgekernel.config import ENV_KEYS, SECRET_KEYS, read_env_file
+
+    path = repo / "local.env.example"
+    text = path.read_text()
+    assert read_env_file(path) == {"FK_DELIVERY": "auto"}  # everything else is commented out
+    for key in (*ENV_KEYS, *SECRET_KEYS):
+        assert f"# {key}=" in text or f"\n{key}=" in text, f"{key} is not documented"
