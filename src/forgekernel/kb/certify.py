@@ -21,7 +21,7 @@ from forgekernel.records import KBEntry
 WORKER = "forgekernel.kb.worker"
 
 
-def run_probes(names: list[str], runner: Runner, timeout_s: float = 240.0) -> dict[str, Any]:
+def run_probes(names: list[str], runner: Runner, timeout_s: float = 150.0) -> dict[str, Any]:
     """Run the probes; the raw run {device, driver, versions, date, delivery, results, jobs}."""
     env: dict[str, Any] | None = None
     results: dict[str, Any] = {}

@@ -26,7 +26,9 @@ DEFAULT_ARCH = "sm90"
 """Entries used for tasks whose arch is ``any``."""
 LAUNCH_FLOOR_MS = 0.02
 """A workload whose roofline floor is below this is launch-sensitive (a launch costs µs)."""
-STATE_BONUS = {"CERTIFIED": 0.5, "UNCERTIFIED": 0.0, "FAILED": -1.0, "UNSUPPORTED": -1.0}
+STATE_BONUS = {"CERTIFIED": 0.3, "UNCERTIFIED": 0.0, "FAILED": -0.3, "UNSUPPORTED": -0.5}
+"""Certification shifts an entry within its relevance tier; it never outranks relevance."""
+BOUND_WEIGHT = 3.0
 
 
 class Prescription(BaseModel):
@@ -40,6 +42,8 @@ class Prescription(BaseModel):
     state: str
     relevant: bool
     """True when one of the entry's bottleneck classes occurs in the task."""
+    floors: str = ""
+    """Where the ceilings behind the task's roofline floors came from."""
 
 
 def _meta_args(task: TaskSpec, module: Any, w: Workload) -> tuple[Any, tuple]:
@@ -121,7 +125,7 @@ def _score(entry: KBEntry, task: TaskSpec, share: dict[str, float],
             s = max(s, 0.75)
         if s > bound:
             bound, bound_why = s, _bound_why(b, share, launches)
-    return 2.0 * bound + fam + STATE_BONUS[state(entry)], bound, [fam_why, bound_why]
+    return BOUND_WEIGHT * bound + fam + STATE_BONUS[state(entry)], bound, [fam_why, bound_why]
 
 
 def _bound_why(b: str, share: dict[str, float], launches: int) -> str:
@@ -151,9 +155,8 @@ def prescribe(task: TaskSpec, profiles: Sequence[Profile] | None = None, *,
         st = state(entry)
         whys.append(f"{st.lower()}" + (f" ({measured_text(entry)} on {entry.certification.device})"
                                        if entry.certification else ""))
-        whys.append(f"floors from {ceilings.source}")
         out.append(Prescription(entry=entry, score=round(score, 3), why="; ".join(whys), state=st,
-                                relevant=bound > 0))
+                                relevant=bound > 0, floors=ceilings.source))
     return sorted(out, key=lambda p: (-p.score, p.entry.id))
 
 
