@@ -196,6 +196,9 @@ class WorkloadResult(Record):
 
     axes: dict[str, int]
     hidden: bool = False
+    passed: bool | None = None
+    """Whether the candidate was correct here (None: not checked). A hidden workload shows
+    only this and ``hidden``: no axes, errors or index."""
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     tolerance: float | None = None
