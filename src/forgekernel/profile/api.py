@@ -66,10 +66,15 @@ def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
     limit = timeout_s or 120.0 + 60.0 * len(chosen) * (3 if ncu != "off" else 1)
     answer = _run(runner, payload, limit)
     profiles = [Profile.model_validate(p) for p in answer["profiles"]]
-    if static is None:
-        static = is_triton_candidate(kernel)
-    if static and kernel is not None:
-        reports = static_reports(task, runner, Path(kernel), chosen, timeout_s=limit)
+    wanted = static if static is not None else is_triton_candidate(kernel)
+    if wanted and kernel is not None:
+        try:
+            reports = static_reports(task, runner, Path(kernel), chosen, timeout_s=limit)
+        except ProfileError as exc:
+            if static:  # asked for explicitly: its failure is the answer
+                raise
+            note = f"static report not made: {exc}"
+            return [p.model_copy(update={"notes": (*p.notes, note)}) for p in profiles]
         profiles = [merge_static(p, r) for p, r in zip(profiles, reports, strict=True)]
     return profiles
 

@@ -263,33 +263,55 @@ def select_metrics(known: set[str] | None) -> tuple[list[str], list[str]]:
 
 
 def ncu_command(ncu: str, metrics: list[str], log_file: Path, target: list[str],
-                kernel_regex: str | None = None, launch_count: int = 64) -> list[str]:
+                kernel_regex: str | None = None, launch_count: int = 64,
+                nvtx: bool = True) -> list[str]:
     """The ncu command line for one workload's target process."""
     cmd = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
-           "--target-processes", "all", "--nvtx", "--nvtx-include", "forge/",
-           "--launch-count", str(launch_count), "--metrics", ",".join(metrics),
-           "--log-file", str(log_file)]
+           "--target-processes", "all", "--launch-count", str(launch_count),
+           "--metrics", ",".join(metrics), "--log-file", str(log_file)]
+    if nvtx:
+        cmd += ["--nvtx", "--nvtx-include", "forge/"]
     if kernel_regex:
         cmd += ["--kernel-name", f"regex:{kernel_regex}"]
     return cmd + target
 
 
 def run_ncu(ncu: str, spec_file: Path, log_file: Path, *, kernel_regex: str | None,
-            timeout_s: float, env: dict[str, str]) -> NcuResult:
-    """Profile the target described by ``spec_file`` (see ncu_target); never raises on failure."""
+            timeout_s: float, env: dict[str, str], launches: int | None = None) -> NcuResult:
+    """Profile the target described by ``spec_file`` (see ncu_target); never raises on failure.
+
+    If the NVTX range matched nothing, retry once without it, profiling the first
+    ``launches`` kernels (those of the first warm-up call), and say so in the notes.
+    """
     metrics, dropped = select_metrics(available_metrics(ncu))
-    target = [sys.executable, "-m", "forgekernel.profile.ncu_target", str(spec_file)]
-    cmd = ncu_command(ncu, metrics, log_file, target, kernel_regex)
     notes = [f"ncu: metrics unknown to this ncu dropped: {', '.join(dropped)}"] if dropped else []
+    res = _run_once(ncu, metrics, spec_file, log_file, kernel_regex, timeout_s, env, 64, True)
+    if not res.kernels and launches:
+        retry = _run_once(ncu, metrics, spec_file, log_file.with_suffix(".nonvtx.csv"),
+                          kernel_regex, timeout_s, env, launches, False)
+        if retry.kernels:
+            retry.notes.insert(0, f"ncu: the NVTX range matched no kernel; profiled the first "
+                                  f"{launches} launches (a warm-up call) instead")
+            res = retry
+    res.notes[:0] = notes
+    return res
+
+
+def _run_once(ncu: str, metrics: list[str], spec_file: Path, log_file: Path,
+              kernel_regex: str | None, timeout_s: float, env: dict[str, str],
+              launch_count: int, nvtx: bool) -> NcuResult:
+    target = [sys.executable, "-m", "forgekernel.profile.ncu_target", str(spec_file)]
+    cmd = ncu_command(ncu, metrics, log_file, target, kernel_regex, launch_count, nvtx)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
                               check=False)
     except subprocess.TimeoutExpired:
-        return NcuResult([], {}, [*notes, f"ncu: timed out after {timeout_s:.0f} s"])
+        return NcuResult([], {}, [f"ncu: timed out after {timeout_s:.0f} s"])
     text = log_file.read_text(errors="replace") if log_file.exists() else ""
     kernels, msgs = parse_csv(text)
-    notes += [f"ncu: {m}" for m in msgs[:5]]
+    notes = [f"ncu: {m}" for m in msgs[:5]]
     if proc.returncode != 0:
+        log_file.with_suffix(".stderr.txt").write_text(proc.stdout[-20000:] + proc.stderr[-20000:])
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
         notes.append(f"ncu: exited with code {proc.returncode}: {tail[0][:200]}")
     if not kernels:

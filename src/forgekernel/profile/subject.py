@@ -5,6 +5,7 @@ Used inside worker processes only (it imports torch and the candidate's code).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,9 @@ def make_inputs(task: TaskSpec, ref: Any, axes: dict[str, int], *, seed: int,
     if task.format == "kernelbench":
         made = ref.get_inputs()
     elif callable(getattr(ref, "make_inputs", None)):
-        made = ref.make_inputs(dict(axes), seed)
+        takes_device = "device" in inspect.signature(ref.make_inputs).parameters
+        made = (ref.make_inputs(dict(axes), seed, device=device) if takes_device
+                else ref.make_inputs(dict(axes), seed))
     else:
         made = [_tensor(spec, axes, device) for spec in task.inputs.values()]
     return tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in made)

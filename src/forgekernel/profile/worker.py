@@ -115,7 +115,7 @@ def _with_ncu(prof: Any, ncu_path: str, payload: dict[str, Any], wl: Any, timeou
     regex = _kernel_regex(prof) if payload.get("kernel") else None
     env = child_env()
     res = ncu_mod.run_ncu(ncu_path, spec, tmp / f"ncu_{label}.csv", kernel_regex=regex,
-                          timeout_s=timeout_s, env=env)
+                          timeout_s=timeout_s, env=env, launches=prof.metrics.get("launches"))
     metrics = {**prof.metrics, **res.metrics}
     sources = dict(prof.sources)
     if res.metrics:
