@@ -1,0 +1,129 @@
+"""``--agent anthropic``: the tool-use loop over the Anthropic Messages API (``anthropic`` SDK).
+
+Credentials: ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) through
+:func:`forgekernel.config.secret`; ``ANTHROPIC_BASE_URL`` / ``Settings.anthropic_base_url``
+for a proxy or the loopback fake. Streams responses by default (``stream=False`` to ask
+for whole messages). The SDK's own retries are off: :mod:`llm_common` retries with backoff.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from forgekernel import config
+from forgekernel.agents.base import AgentError
+from forgekernel.agents.llm_common import (
+    Limits,
+    LoopArchitect,
+    LoopCoder,
+    Reply,
+    ToolRequest,
+    Transient,
+    api_error,
+    limits_from,
+)
+from forgekernel.agents.tools import Tool, ToolOutcome
+
+NAME = "anthropic"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+class AnthropicChat:
+    """One Messages API conversation (see :class:`forgekernel.agents.llm_common.Chat`)."""
+
+    provider = NAME
+
+    def __init__(self, client: Any, sdk: Any, model: str, limits: Limits, stream: bool) -> None:
+        self.client, self.sdk, self.model, self.limits, self.stream = client, sdk, model, limits, stream
+        self.system = ""
+        self.messages: list[dict[str, Any]] = []
+
+    def reset(self, system: str, user: str) -> None:
+        self.system = system
+        self.messages = [{"role": "user", "content": user}]
+
+    def step(self, tools: list[Tool]) -> Reply:
+        params = dict(model=self.model, max_tokens=self.limits.max_tokens, system=self.system,
+                      messages=self.messages,
+                      tools=[{"name": t.name, "description": t.description,
+                              "input_schema": t.parameters} for t in tools])
+        sdk = self.sdk
+        try:
+            if self.stream:
+                with self.client.messages.stream(**params) as s:
+                    msg = s.get_final_message()
+            else:
+                msg = self.client.messages.create(**params)
+        except sdk.APIStatusError as exc:
+            raise api_error(NAME, exc.status_code, _message(exc), self.model, "ANTHROPIC_API_KEY",
+                            _retry_after(exc)) from None
+        except sdk.APIConnectionError as exc:
+            raise Transient(f"{NAME} API: {type(exc).__name__}: {exc}") from None
+        self.messages.append({"role": "assistant", "content": msg.content})
+        calls = tuple(ToolRequest(b.id, b.name, b.input if isinstance(b.input, dict) else None)
+                      for b in msg.content if b.type == "tool_use")
+        text = "".join(b.text for b in msg.content if b.type == "text")
+        u = msg.usage
+        inp = u.input_tokens + (u.cache_creation_input_tokens or 0) + (u.cache_read_input_tokens or 0)
+        return Reply(text, calls, inp, u.output_tokens, msg.stop_reason or "")
+
+    def add_results(self, reply: Reply, results: list[tuple[ToolRequest, ToolOutcome]]) -> None:
+        self.messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": c.id, "content": o.text, "is_error": o.is_error}
+            for c, o in results]})
+
+    def add_user(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("message", exc))
+    return str(getattr(exc, "message", exc))
+
+
+def _retry_after(exc: Any) -> float | None:
+    value = exc.response.headers.get("retry-after") if getattr(exc, "response", None) else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _chat_factory(settings: Any, kw: dict[str, Any]):
+    try:
+        import anthropic
+    except ImportError:
+        raise AgentError(f"--agent {NAME} needs the anthropic SDK (not installed; "
+                         "pip install 'forgekernel[llm]')") from None
+    api_key = kw.pop("api_key", None) or config.secret("ANTHROPIC_API_KEY")
+    token = None if api_key else config.secret("ANTHROPIC_AUTH_TOKEN")
+    if not api_key and not token:
+        raise AgentError(f"--agent {NAME} needs ANTHROPIC_API_KEY (not set); see forge doctor")
+    base_url = kw.pop("base_url", None) or settings.anthropic_base_url or DEFAULT_BASE_URL
+    model = kw.pop("model", None) or settings.model or DEFAULT_MODEL
+    stream = kw.pop("stream", True)
+    limits = limits_from(kw)
+    if kw:
+        raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
+    client = anthropic.Anthropic(api_key=api_key, auth_token=token, base_url=base_url,
+                                 max_retries=0, timeout=limits.timeout_s)
+    return (lambda: AnthropicChat(client, anthropic, model, limits, stream)), limits
+
+
+def make_coder(settings: Any, **kw: Any) -> LoopCoder:
+    """Coder over the Messages API. Options: api_key, base_url, model, stream, limits,
+    any :class:`Limits` field (max_turns, retries, backoff_s, ...), sleep."""
+    sleep = kw.pop("sleep", time.sleep)
+    factory, limits = _chat_factory(settings, kw)
+    return LoopCoder(NAME, factory, limits, sleep)
+
+
+def make_architect(settings: Any, **kw: Any) -> LoopArchitect:
+    """Architect over the Messages API; same options as :func:`make_coder`."""
+    sleep = kw.pop("sleep", time.sleep)
+    factory, limits = _chat_factory(settings, kw)
+    return LoopArchitect(NAME, factory, limits, sleep)

@@ -1,0 +1,325 @@
+"""The shared tool-use loop behind the ``anthropic`` and ``openai`` backends.
+
+A backend supplies a :class:`Chat`: one API call per :meth:`Chat.step`, messages kept in its
+own wire format, SDK errors translated with :func:`api_error`. This module runs the loop
+(bounded turns and tokens, retries with exponential backoff on transient errors), prices
+token usage, and implements the two roles on top of it: :class:`LoopCoder` (edits
+``kernel.py`` through :mod:`forgekernel.agents.tools`) and :class:`LoopArchitect` (submits
+``curriculum.toml``; an invalid one goes back to the model with the validation errors).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from forgekernel import curriculum as curriculum_io
+from forgekernel.agents import prompting
+from forgekernel.agents.base import (
+    AgentError,
+    ArchitectContext,
+    ArchitectResult,
+    CoderContext,
+    CoderResult,
+)
+from forgekernel.agents.tools import Tool, ToolBox, ToolOutcome, coder_tools, schema
+from forgekernel.records import AgentCost, Curriculum
+
+PRICES: dict[str, tuple[float, float]] = {
+    # model name prefix: (USD per million input tokens, USD per million output tokens),
+    # list prices as published by the providers; edit here when they change.
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-haiku-4": (1.0, 5.0),
+    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-3-5-haiku": (0.8, 4.0),
+    "gpt-4o-mini": (0.15, 0.6),
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4.1-nano": (0.1, 0.4),
+    "gpt-4.1-mini": (0.4, 1.6),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-5-nano": (0.05, 0.4),
+    "gpt-5-mini": (0.25, 2.0),
+    "gpt-5": (1.25, 10.0),
+    "o4-mini": (1.1, 4.4),
+    "o3": (2.0, 8.0),
+}
+"""Per-model prices, matched by the longest prefix of the model name (provider/ prefix dropped)."""
+
+TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+def price_of(model: str) -> tuple[float, float] | None:
+    name = model.rsplit("/", 1)[-1].lower()
+    hits = [p for p in PRICES if name.startswith(p)]
+    return PRICES[max(hits, key=len)] if hits else None
+
+
+def dollars(model: str, input_tokens: int, output_tokens: int) -> tuple[float, str]:
+    """Cost of the tokens, and a note when the model has no price (cost 0, tokens kept)."""
+    price = price_of(model)
+    if price is None:
+        return 0.0, f"no price known for model '{model}': cost recorded as $0 (tokens recorded)"
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1e6, ""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds of one agent call."""
+
+    max_turns: int = 30
+    """Model requests per coder row or architect plan."""
+    max_tokens: int = 16_000
+    """Output tokens per response."""
+    max_total_tokens: int = 2_000_000
+    """Input + output tokens per call; the loop stops when it is passed."""
+    retries: int = 5
+    """Retries of one request on a transient error (429, 5xx, connection)."""
+    backoff_s: float = 2.0
+    backoff_max_s: float = 60.0
+    timeout_s: float = 600.0
+    """HTTP timeout of one request."""
+    check_timeout_s: float = 300.0
+    max_invalid: int = 3
+    """Invalid curricula returned to the architect before it fails."""
+    nudges: int = 2
+    """Text-only replies answered with a reminder to use the tools before the loop ends."""
+
+
+class CallFailed(Exception):
+    """An API call failed for this attempt (after retries); the next attempt may succeed."""
+
+
+class Transient(CallFailed):
+    """Worth retrying: rate limit, overload, server error, lost connection."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def api_error(provider: str, status: int | None, message: str, model: str,
+              key_name: str, retry_after: float | None = None) -> Exception:
+    """The exception for an API error: AgentError for auth and unknown model, else CallFailed."""
+    message = " ".join(str(message).split())[:300]
+    if status is None or status in TRANSIENT_STATUS:
+        return Transient(f"{provider} API: {message}" + (f" ({status})" if status else ""),
+                         retry_after)
+    if status in (401, 403):
+        return AgentError(f"{provider} API: authentication failed ({status}): {message}; "
+                          f"check {key_name} (see forge doctor)")
+    if status == 404:
+        return AgentError(f"{provider} API: model '{model}' not found ({status}): {message}; "
+                          "pick another with --model / FK_MODEL")
+    return CallFailed(f"{provider} API: request rejected ({status}): {message}")
+
+
+def with_cost(exc: AgentError, cost: AgentCost) -> AgentError:
+    """Attach what the failed call cost (``exc.cost``) so the engine can still account it."""
+    exc.cost = cost  # type: ignore[attr-defined]
+    return exc
+
+
+def limits_from(kw: dict[str, Any]) -> Limits:
+    """A :class:`Limits` from ``limits=`` and/or field overrides in a factory's keywords."""
+    base = kw.pop("limits", None) or Limits()
+    fields = {k: kw.pop(k) for k in list(kw) if k in Limits.__dataclass_fields__}
+    return dataclasses.replace(base, **fields)
+
+
+def with_retries(call: Callable[[], Any], limits: Limits,
+                 sleep: Callable[[float], None] = time.sleep) -> Any:
+    """Run ``call``; on :class:`Transient` wait (exponential backoff) and try again."""
+    for attempt in range(limits.retries + 1):
+        try:
+            return call()
+        except Transient as exc:
+            if attempt == limits.retries:
+                raise CallFailed(f"{exc} (gave up after {limits.retries} retries)") from None
+            delay = min(limits.backoff_max_s, limits.backoff_s * 2 ** attempt)
+            if exc.retry_after is not None:
+                delay = min(limits.backoff_max_s, max(delay, exc.retry_after))
+            sleep(delay)
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A tool call the model made; ``args`` is None when its JSON did not parse."""
+
+    id: str
+    name: str
+    args: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One model response, provider-neutral."""
+
+    text: str
+    calls: tuple[ToolRequest, ...]
+    input_tokens: int
+    output_tokens: int
+    stop: str = ""
+
+
+class Chat(Protocol):
+    """A conversation with one provider, in that provider's message format."""
+
+    provider: str
+    model: str
+
+    def reset(self, system: str, user: str) -> None: ...
+
+    def step(self, tools: list[Tool]) -> Reply: ...
+
+    def add_results(self, reply: Reply, results: list[tuple[ToolRequest, ToolOutcome]]) -> None: ...
+
+    def add_user(self, text: str) -> None: ...
+
+
+@dataclass
+class Tally:
+    """Running usage of one agent call (kept even when the call fails)."""
+
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, reply: Reply) -> None:
+        self.turns += 1
+        self.input_tokens += reply.input_tokens
+        self.output_tokens += reply.output_tokens
+
+    def cost(self, agent: str, model: str) -> AgentCost:
+        usd, note = dollars(model, self.input_tokens, self.output_tokens)
+        if note and note not in self.notes:
+            self.notes.append(note)
+        return AgentCost(agent=agent, model=model, dollars=usd, input_tokens=self.input_tokens,
+                         output_tokens=self.output_tokens, turns=self.turns)
+
+
+@dataclass(frozen=True)
+class LoopOutcome:
+    finished: bool
+    summary: str
+    last_text: str
+
+
+def run_loop(chat: Chat, box: ToolBox, limits: Limits, tally: Tally, nudge: str,
+             sleep: Callable[[float], None] = time.sleep) -> LoopOutcome:
+    """Ask, run the tools asked for, repeat until ``finish``, the turn or token bound."""
+    nudges, last_text = 0, ""
+    while tally.turns < limits.max_turns:
+        reply = with_retries(lambda: chat.step(box.specs()), limits, sleep)
+        tally.add(reply)
+        last_text = reply.text or last_text
+        if not reply.calls:
+            if nudges >= limits.nudges:
+                return LoopOutcome(False, last_text.strip(), last_text)
+            nudges += 1
+            chat.add_user(nudge)
+            continue
+        results = [(c, box.call(c.name, c.args) if c.args is not None else
+                    ToolOutcome(f"{c.name}: arguments were not valid JSON (output cut?)", True))
+                   for c in reply.calls]
+        chat.add_results(reply, results)
+        for call, out in results:
+            if out.done:
+                return LoopOutcome(True, str((call.args or {}).get("summary", "")), last_text)
+        if tally.input_tokens + tally.output_tokens > limits.max_total_tokens:
+            tally.notes.append(f"stopped: token bound {limits.max_total_tokens} passed")
+            return LoopOutcome(False, last_text.strip(), last_text)
+    tally.notes.append(f"stopped: {limits.max_turns} turns without finish")
+    return LoopOutcome(False, last_text.strip(), last_text)
+
+
+LOOP_TOOLS_NOTE = ("Tools: read_file, write_file, edit_file, list_files, run_check (when offered) "
+                   "and finish. Paths are relative to the workspace. Make the edits with the "
+                   "tools, not in your reply text.")
+
+
+class LoopCoder:
+    """Coder role over a :class:`Chat`: one fresh conversation per row."""
+
+    def __init__(self, name: str, new_chat: Callable[[], Chat], limits: Limits,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.name, self.new_chat, self.limits, self.sleep = name, new_chat, limits, sleep
+
+    def implement(self, ctx: CoderContext) -> CoderResult:
+        chat = self.new_chat()
+        check = ("Run `run_check` to compile and check correctness on the small workloads "
+                 "before you finish." if ctx.check_command else "")
+        user = prompting.coder_prompt(ctx, prompting.coder_instructions(
+            ctx, check, "Then call `finish` with a one-line summary."))
+        chat.reset(prompting.coder_system(ctx.task, LOOP_TOOLS_NOTE), user)
+        box = coder_tools(ctx.workspace, ctx.check_command, self.limits.check_timeout_s)
+        tally = Tally()
+        try:
+            out = run_loop(chat, box, self.limits, tally, "Use the tools to edit kernel.py, "
+                           "then call finish.", self.sleep)
+        except CallFailed as exc:
+            return CoderResult(summary="", cost=tally.cost(self.name, chat.model), error=str(exc))
+        except AgentError as exc:
+            raise with_cost(exc, tally.cost(self.name, chat.model)) from None
+        cost = tally.cost(self.name, chat.model)
+        summary = out.summary or ("(no summary)" if out.finished else "(did not call finish)")
+        return CoderResult(summary="; ".join([summary, *tally.notes]), cost=cost)
+
+
+def architect_tools(found: dict[str, Curriculum], max_invalid: int, agent: str) -> ToolBox:
+    """``submit_curriculum``: validate; errors go back to the model, ``max_invalid`` times."""
+    invalid: list[str] = []
+
+    def submit(args: dict[str, Any]) -> ToolOutcome:
+        try:
+            found["curriculum"] = curriculum_io.loads(args["toml"])
+        except curriculum_io.CurriculumError as exc:
+            invalid.append(str(exc))
+            if len(invalid) >= max_invalid:
+                raise AgentError(f"{agent} architect: {len(invalid)} invalid curricula; the last: "
+                                 f"{' | '.join(str(exc).splitlines())}") from None
+            return ToolOutcome(f"invalid curriculum, fix and submit again:\n{exc}", True)
+        return ToolOutcome("curriculum accepted", done=True)
+
+    return ToolBox([Tool("submit_curriculum", "Submit the complete curriculum.toml text; it is "
+                         "validated and any problems are returned to you.",
+                         schema(["toml", "summary"], toml="the complete curriculum in TOML",
+                                summary="one or two sentences: the plan and why"), submit)])
+
+
+class LoopArchitect:
+    """Architect role over a :class:`Chat`: plans until a valid curriculum is submitted."""
+
+    def __init__(self, name: str, new_chat: Callable[[], Chat], limits: Limits,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.name, self.new_chat, self.limits, self.sleep = name, new_chat, limits, sleep
+
+    def plan(self, ctx: ArchitectContext) -> ArchitectResult:
+        chat = self.new_chat()
+        note = "Tool: submit_curriculum(toml, summary). Submit the whole file with it."
+        chat.reset(prompting.architect_system(ctx.task, note), prompting.architect_prompt(
+            ctx, "Write the curriculum and submit it with `submit_curriculum`."))
+        found: dict[str, Curriculum] = {}
+        box = architect_tools(found, self.limits.max_invalid, self.name)
+        tally = Tally()
+        try:
+            out = run_loop(chat, box, self.limits, tally, "Submit the curriculum with "
+                           "submit_curriculum.", self.sleep)
+        except CallFailed as exc:
+            raise with_cost(AgentError(f"{self.name} architect: {exc}"),
+                            tally.cost(self.name, chat.model)) from None
+        except AgentError as exc:
+            raise with_cost(exc, tally.cost(self.name, chat.model)) from None
+        cost = tally.cost(self.name, chat.model)
+        if "curriculum" not in found:
+            raise with_cost(AgentError(
+                f"{self.name} architect: no valid curriculum after {tally.turns} turns "
+                f"({'; '.join(tally.notes) or out.summary[:200] or 'no submission'})"), cost)
+        return ArchitectResult(curriculum=found["curriculum"], cost=cost,
+                               notes="; ".join([out.summary, *tally.notes]).strip("; "))

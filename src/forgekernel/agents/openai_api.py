@@ -1,0 +1,180 @@
+"""``--agent openai``: the tool-use loop over chat completions (``openai`` SDK).
+
+Works with OpenAI and with OpenAI-compatible servers (vLLM, SGLang, Ollama, ...) through
+``OPENAI_BASE_URL`` / ``Settings.openai_base_url``. Credentials: ``OPENAI_API_KEY`` through
+:func:`forgekernel.config.secret`; a custom base URL may run without one (local servers).
+Streams by default, with tool-call argument deltas assembled here and usage taken from the
+final chunk (``stream_options.include_usage``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from forgekernel import config
+from forgekernel.agents.base import AgentError
+from forgekernel.agents.llm_common import (
+    Limits,
+    LoopArchitect,
+    LoopCoder,
+    Reply,
+    ToolRequest,
+    Transient,
+    api_error,
+    limits_from,
+)
+from forgekernel.agents.tools import Tool, ToolOutcome
+
+NAME = "openai"
+DEFAULT_MODEL = "gpt-4.1"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIChat:
+    """One chat-completions conversation (see :class:`forgekernel.agents.llm_common.Chat`)."""
+
+    provider = NAME
+
+    def __init__(self, client: Any, sdk: Any, model: str, limits: Limits, stream: bool,
+                 max_tokens_key: str) -> None:
+        self.client, self.sdk, self.model, self.limits = client, sdk, model, limits
+        self.stream, self.max_tokens_key = stream, max_tokens_key
+        self.messages: list[dict[str, Any]] = []
+
+    def reset(self, system: str, user: str) -> None:
+        self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def step(self, tools: list[Tool]) -> Reply:
+        params: dict[str, Any] = {
+            "model": self.model, "messages": self.messages, self.max_tokens_key: self.limits.max_tokens,
+            "tools": [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                        "parameters": t.parameters}} for t in tools]}
+        try:
+            if self.stream:
+                stream = self.client.chat.completions.create(
+                    **params, stream=True, stream_options={"include_usage": True})
+                text, raw_calls, usage, finish = _assemble(stream)
+            else:
+                resp = self.client.chat.completions.create(**params)
+                text, raw_calls, usage, finish = _whole(resp)
+        except self.sdk.APIStatusError as exc:
+            raise api_error(NAME, exc.status_code, _message(exc), self.model, "OPENAI_API_KEY",
+                            _retry_after(exc)) from None
+        except self.sdk.APIConnectionError as exc:
+            raise Transient(f"{NAME} API: {type(exc).__name__}: {exc}") from None
+        assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if raw_calls:
+            assistant["tool_calls"] = [{"id": c["id"], "type": "function",
+                                        "function": {"name": c["name"], "arguments": c["arguments"]}}
+                                       for c in raw_calls]
+        self.messages.append(assistant)
+        calls = tuple(ToolRequest(c["id"], c["name"], _args(c["arguments"])) for c in raw_calls)
+        return Reply(text, calls, usage[0], usage[1], finish)
+
+    def add_results(self, reply: Reply, results: list[tuple[ToolRequest, ToolOutcome]]) -> None:
+        for call, out in results:
+            self.messages.append({"role": "tool", "tool_call_id": call.id,
+                                  "content": ("ERROR: " if out.is_error else "") + out.text})
+
+    def add_user(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": text})
+
+
+def _assemble(stream: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], str]:
+    """Text, tool calls (by index), usage and finish reason from streamed chunks."""
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    usage, finish = (0, 0), ""
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+        for choice in chunk.choices:
+            delta = choice.delta
+            if delta.content:
+                text.append(delta.content)
+            for tc in delta.tool_calls or ():
+                slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = tc.id or slot["id"]
+                if tc.function is not None:
+                    slot["name"] += tc.function.name or ""
+                    slot["arguments"] += tc.function.arguments or ""
+            finish = choice.finish_reason or finish
+    ordered = [calls[i] for i in sorted(calls)]
+    for i, c in enumerate(ordered):
+        c["id"] = c["id"] or f"call_{i}"
+    return "".join(text), ordered, usage, finish
+
+
+def _whole(resp: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], str]:
+    choice = resp.choices[0]
+    msg = choice.message
+    calls = [{"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments or ""}
+             for tc in msg.tool_calls or ()]
+    usage = (resp.usage.prompt_tokens, resp.usage.completion_tokens) if resp.usage else (0, 0)
+    return msg.content or "", calls, usage, choice.finish_reason or ""
+
+
+def _args(raw: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def _retry_after(exc: Any) -> float | None:
+    value = exc.response.headers.get("retry-after") if getattr(exc, "response", None) else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _chat_factory(settings: Any, kw: dict[str, Any]):
+    try:
+        import openai
+    except ImportError:
+        raise AgentError(f"--agent {NAME} needs the openai SDK (not installed; "
+                         "pip install 'forgekernel[llm]')") from None
+    base_url = kw.pop("base_url", None) or settings.openai_base_url
+    api_key = kw.pop("api_key", None) or config.secret("OPENAI_API_KEY")
+    if not api_key and not base_url:
+        raise AgentError(f"--agent {NAME} needs OPENAI_API_KEY (not set), or OPENAI_BASE_URL "
+                         "for a local OpenAI-compatible server; see forge doctor")
+    model = kw.pop("model", None) or settings.model or (None if base_url else DEFAULT_MODEL)
+    if model is None:
+        raise AgentError(f"--agent {NAME} with OPENAI_BASE_URL={base_url} needs a model name "
+                         "(--model or FK_MODEL)")
+    stream = kw.pop("stream", True)
+    limits = limits_from(kw)
+    if kw:
+        raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
+    client = openai.OpenAI(api_key=api_key or "no-key", base_url=base_url or DEFAULT_BASE_URL,
+                           max_retries=0, timeout=limits.timeout_s)
+    # api.openai.com's newer models take max_completion_tokens; compatible servers max_tokens.
+    key = "max_completion_tokens" if "api.openai.com" in (base_url or DEFAULT_BASE_URL) else "max_tokens"
+    return (lambda: OpenAIChat(client, openai, model, limits, stream, key)), limits
+
+
+def make_coder(settings: Any, **kw: Any) -> LoopCoder:
+    """Coder over chat completions. Options: api_key, base_url, model, stream, limits,
+    any :class:`Limits` field (max_turns, retries, backoff_s, ...), sleep."""
+    sleep = kw.pop("sleep", time.sleep)
+    factory, limits = _chat_factory(settings, kw)
+    return LoopCoder(NAME, factory, limits, sleep)
+
+
+def make_architect(settings: Any, **kw: Any) -> LoopArchitect:
+    """Architect over chat completions; same options as :func:`make_coder`."""
+    sleep = kw.pop("sleep", time.sleep)
+    factory, limits = _chat_factory(settings, kw)
+    return LoopArchitect(NAME, factory, limits, sleep)

@@ -1,0 +1,278 @@
+"""The anthropic and openai backends: the real SDKs against the loopback fake servers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forgekernel.agents import anthropic_api, openai_api
+from forgekernel.agents.base import AgentError
+from forgekernel.agents.llm_common import PRICES
+from forgekernel.fakes import FakeAnthropic, FakeOpenAI
+from llm_agent_support import START_KERNEL, architect_ctx, coder_ctx, settings, workspace
+
+BACKENDS = {"anthropic": (anthropic_api, FakeAnthropic), "openai": (openai_api, FakeOpenAI)}
+
+NEW_LINE = "    return x * weight"
+
+
+def edit_script(usage=(1000, 100)):
+    u = {"input_tokens": usage[0], "output_tokens": usage[1]}
+    return [
+        {"text": "Reading the kernel.", "usage": u,
+         "tool_calls": [{"name": "read_file", "input": {"path": "kernel.py"}}]},
+        {"usage": u, "tool_calls": [{"name": "edit_file", "input": {
+            "path": "kernel.py", "old_string": "    return x  # TODO", "new_string": NEW_LINE}}]},
+        {"usage": u, "tool_calls": [{"name": "run_check", "input": {}}]},
+        {"text": "Done.", "usage": u,
+         "tool_calls": [{"name": "finish", "input": {"summary": "scaled by weight"}}]},
+    ]
+
+
+def make(kind, srv, model="claude-sonnet-4-5", **kw):
+    module, _ = BACKENDS[kind]
+    base = srv.url + ("/v1" if kind == "openai" else "")
+    kw.setdefault("sleep", lambda s: None)
+    return module.make_coder(settings(model=model), api_key="dummy", base_url=base, **kw)
+
+
+def tool_results(srv, kind):
+    """Tool results the client sent back, per scripted request (provider-neutral text)."""
+    out = []
+    for r in srv.scripted():
+        last = r.body["messages"][-1]
+        if kind == "anthropic" and isinstance(last["content"], list):
+            out.append([b["content"] for b in last["content"] if b["type"] == "tool_result"])
+        elif kind == "openai":
+            tail = []
+            for m in reversed(r.body["messages"]):
+                if m["role"] != "tool":
+                    break
+                tail.insert(0, m["content"])
+            out.append(tail)
+        else:
+            out.append([])
+    return out
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_coder_edits_kernel_through_tools(tmp_path, kind, stream):
+    ws = workspace(tmp_path)
+    model = "claude-sonnet-4-5" if kind == "anthropic" else "gpt-4.1"
+    with BACKENDS[kind][1](edit_script(), api_key="dummy") as srv:
+        res = make(kind, srv, model=model, stream=stream).implement(coder_ctx(ws))
+    assert res.error == ""
+    assert (ws / "kernel.py").read_text() == START_KERNEL.replace("    return x  # TODO", NEW_LINE)
+    assert res.summary.startswith("scaled by weight")
+    assert srv.remaining == 0 and not srv.errors
+    assert all(r.body.get("stream", False) is stream for r in srv.scripted())
+    results = tool_results(srv, kind)
+    assert "return x  # TODO" in results[1][0]  # read_file returned the file
+    assert "check sees 42" in results[3][0]  # run_check ran the edited kernel
+    assert (res.cost.input_tokens, res.cost.output_tokens, res.cost.turns) == (4000, 400, 4)
+    inp, out = PRICES["claude-sonnet-4" if kind == "anthropic" else "gpt-4.1"]
+    assert res.cost.dollars == pytest.approx((4000 * inp + 400 * out) / 1e6)
+    assert res.cost.agent == kind and res.cost.model == model
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_prompt_carries_task_row_and_tools(tmp_path, kind):
+    ws = workspace(tmp_path)
+    with BACKENDS[kind][1]([{"tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}]) as srv:
+        make(kind, srv).implement(coder_ctx(ws, feedback="max_rel_err 0.3 at M=7 N=384"))
+    body = srv.scripted()[0].body
+    text = json.dumps(body)
+    for needle in ("rmsnorm", "M0.1", "one program per row", "launches == 1", "max_rel_err 0.3",
+                   "keep the row in registers", "forgot eps", "torch.rsqrt(variance + EPS)"):
+        assert needle in text, needle
+    names = ([t["name"] for t in body["tools"]] if kind == "anthropic"
+             else [t["function"]["name"] for t in body["tools"]])
+    assert names == ["read_file", "write_file", "edit_file", "list_files", "run_check", "finish"]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_transient_errors_retry_with_backoff(tmp_path, kind):
+    ws = workspace(tmp_path)
+    delays: list[float] = []
+    script = [{"error": 429, "message": "slow down"}, {"error": 503}, {"error": 500},
+              {"tool_calls": [{"name": "finish", "input": {"summary": "ok"}}]}]
+    with BACKENDS[kind][1](script) as srv:
+        res = make(kind, srv, sleep=delays.append, backoff_s=0.5).implement(coder_ctx(ws))
+    assert res.error == "" and res.summary.startswith("ok")
+    assert delays == [0.5, 1.0, 2.0]
+    assert len(srv.scripted()) == 4
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_retries_are_bounded_and_become_an_attempt_error(tmp_path, kind):
+    ws = workspace(tmp_path)
+    with BACKENDS[kind][1]([{"error": 500, "message": "boom"}] * 3) as srv:
+        res = make(kind, srv, retries=2).implement(coder_ctx(ws))
+    assert "gave up after 2 retries" in res.error and "boom" in res.error
+    assert srv.remaining == 0
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_auth_failure_is_one_line_agent_error(tmp_path, kind):
+    ws = workspace(tmp_path)
+    with BACKENDS[kind][1]([], api_key="the-right-key") as srv:
+        with pytest.raises(AgentError, match=r"authentication failed \(401\)") as info:
+            make(kind, srv).implement(coder_ctx(ws))
+    assert "\n" not in str(info.value)
+    assert len(srv.requests) == 1  # no retry on 401
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_unknown_model_is_agent_error(tmp_path, kind):
+    ws = workspace(tmp_path)
+    with BACKENDS[kind][1]([{"error": 404, "message": "model: nope-1"}]) as srv:
+        with pytest.raises(AgentError, match=r"model 'nope-1' not found \(404\)"):
+            make(kind, srv, model="nope-1").implement(coder_ctx(ws))
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_turns_are_bounded(tmp_path, kind):
+    ws = workspace(tmp_path)
+    loop = [{"tool_calls": [{"name": "read_file", "input": {"path": "kernel.py"}}]}] * 5
+    with BACKENDS[kind][1](loop) as srv:
+        res = make(kind, srv, max_turns=3).implement(coder_ctx(ws))
+    assert len(srv.scripted()) == 3
+    assert "3 turns without finish" in res.summary
+    assert res.cost.turns == 3
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_text_only_replies_get_nudged_then_end(tmp_path, kind):
+    ws = workspace(tmp_path)
+    with BACKENDS[kind][1]([{"text": "I would change it."}] * 3) as srv:
+        res = make(kind, srv).implement(coder_ctx(ws))
+    assert "did not call finish" not in res.summary and "I would change it." in res.summary
+    assert len(srv.scripted()) == 3
+    assert "call finish" in json.dumps(srv.scripted()[1].body["messages"][-1])
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_unknown_model_price_records_tokens_at_zero_cost(tmp_path, kind):
+    ws = workspace(tmp_path)
+    step = {"usage": {"input_tokens": 10, "output_tokens": 5},
+            "tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}
+    with BACKENDS[kind][1]([step]) as srv:
+        res = make(kind, srv, model="my-local-llama").implement(coder_ctx(ws))
+    assert res.cost.dollars == 0 and res.cost.input_tokens == 10 and res.cost.output_tokens == 5
+    assert "no price known for model 'my-local-llama'" in res.summary
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_workspace_escapes_are_refused_and_reported(tmp_path, kind):
+    ws = workspace(tmp_path)
+    (tmp_path / "secret.txt").write_text("hidden workloads")
+    (ws / "link").symlink_to(tmp_path / "secret.txt")
+    bad = [("read_file", {"path": "../secret.txt"}), ("read_file", {"path": str(tmp_path / "secret.txt")}),
+           ("read_file", {"path": "link"}), ("write_file", {"path": "../evil.py", "content": "x"}),
+           ("write_file", {"path": ".git/hooks/pre-commit", "content": "x"}),
+           ("edit_file", {"path": "kernel.py", "old_string": "absent", "new_string": "y"})]
+    script = [{"tool_calls": [{"name": n, "input": a} for n, a in bad]},
+              {"tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}]
+    with BACKENDS[kind][1](script) as srv:
+        make(kind, srv).implement(coder_ctx(ws))
+    results = tool_results(srv, kind)[1]
+    assert len(results) == len(bad)
+    assert not any("hidden workloads" in r for r in results)
+    assert not (tmp_path / "evil.py").exists() and not (ws / ".git").exists()
+    assert (ws / "kernel.py").read_text() == START_KERNEL
+    if kind == "anthropic":
+        flags = [b["is_error"] for b in srv.scripted()[1].body["messages"][-1]["content"]]
+        assert flags == [True] * len(bad)
+    else:
+        assert all(r.startswith("ERROR: ") for r in results)
+
+
+def architect_script(bad_times: int, good: str):
+    bad = {"tool_calls": [{"name": "submit_curriculum",
+                           "input": {"toml": "[[milestone]]\nid = 'M0'\nkind = 'tuning'\n",
+                                     "summary": "draft"}}]}
+    ok = {"tool_calls": [{"name": "submit_curriculum", "input": {"toml": good, "summary": "plan"}}]}
+    return [bad] * bad_times + [ok]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_architect_gets_validation_errors_back_then_succeeds(kind):
+    from llm_agent_support import PLAN
+
+    module, fake = BACKENDS[kind]
+    with fake(architect_script(1, PLAN)) as srv:
+        arch = module.make_architect(settings(model="claude-sonnet-4-5"), api_key="k",
+                                     base_url=srv.url + ("/v1" if kind == "openai" else ""))
+        res = arch.plan(architect_ctx())
+    assert [m.id for m in res.curriculum.milestones] == ["M0"]
+    assert res.cost.turns == 2 and res.notes.startswith("plan")
+    second = json.dumps(srv.scripted()[1].body["messages"][-1])
+    assert "must have kind = 'architecture'" in second and "has no row" in second
+    first = json.dumps(srv.scripted()[0].body)
+    assert "speedup >= 3" in first and "dram_pct" in first  # format example + metric names
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_architect_fails_after_bounded_invalid_curricula(kind):
+    from llm_agent_support import PLAN
+
+    module, fake = BACKENDS[kind]
+    with fake(architect_script(3, PLAN)) as srv:
+        arch = module.make_architect(settings(model="m"), api_key="k", max_invalid=2,
+                                     base_url=srv.url + ("/v1" if kind == "openai" else ""))
+        with pytest.raises(AgentError, match="2 invalid curricula") as info:
+            arch.plan(architect_ctx())
+    assert info.value.cost.turns == 2
+    assert srv.remaining == 2
+
+
+def test_prompts_never_show_hidden_workloads_and_fill_every_placeholder(tmp_path):
+    from forgekernel.agents import prompting
+    from forgekernel.records import Profile
+    from llm_agent_support import HIDDEN, task
+
+    spec = task(hidden=True)
+    ws = workspace(tmp_path)
+    profiles = (Profile(axes={"M": 16, "N": 256}, metrics={"launches": 9}),
+                Profile(axes=HIDDEN.axes, metrics={"launches": 9, "median_ms": 0.125}))
+    ctx = coder_ctx(ws, task=spec, profiles=profiles)
+    texts = [prompting.coder_prompt(ctx, "do it"), prompting.coder_prompt(ctx, "do it", brief=True),
+             prompting.coder_system(spec, "tools"), prompting.architect_system(spec, "tools"),
+             prompting.architect_prompt(architect_ctx(task=spec, profiles=profiles), "plan")]
+    for text in texts:
+        assert "777" not in text and "0.125" not in text and "seed" not in text.lower()
+        assert "$" not in text.replace("$0", "")  # no placeholder left unfilled
+    assert "M=16 x N=256 (smoke)" in texts[0] and "launches=9" in texts[0]
+    assert "M=65536 x N=1024" in texts[0]  # visible GPU workloads are shown
+
+
+def test_tool_box_reports_bad_calls_as_errors(tmp_path):
+    from forgekernel.agents.tools import coder_tools
+
+    ws = workspace(tmp_path)
+    box = coder_tools(ws)
+    assert box.call("nope", {}).is_error
+    assert box.call("read_file", {}).is_error  # missing argument
+    assert box.call("read_file", ["kernel.py"]).is_error
+    assert "run_check" not in box.tools  # no check command, no tool
+    assert not box.call("write_file", {"path": "sub/helper.py", "content": "X = 1\n"}).is_error
+    assert (ws / "sub" / "helper.py").read_text() == "X = 1\n"
+    assert box.call("list_files", {}).text.splitlines() == ["kernel.py", "sub/helper.py"]
+    (ws / "kernel.py").write_text("a\na\n")
+    out = box.call("edit_file", {"path": "kernel.py", "old_string": "a", "new_string": "b"})
+    assert out.is_error and "found 2 times" in out.text
+    assert box.call("finish", {"summary": "x"}).done
+
+
+def test_check_command_timeout_kills_it(tmp_path):
+    import sys
+
+    from forgekernel.agents.tools import coder_tools
+
+    ws = workspace(tmp_path)
+    box = coder_tools(ws, (sys.executable, "-c", "import time; print('start', flush=True); time.sleep(60)"),
+                      check_timeout_s=1)
+    out = box.call("run_check", {})
+    assert out.is_error and "timed out after 1 s" in out.text and "start" in out.text
