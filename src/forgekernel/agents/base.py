@@ -19,6 +19,14 @@ class AgentError(ForgeError, RuntimeError):
     """The agent could not do its job (missing CLI or credential, API error, bad output)."""
 
 
+class NothingToTry(AgentError):
+    """The coder has no further candidate for this row (search space or script exhausted).
+
+    The engine closes the row without counting an attempt; a coder that is out of ideas
+    for every row ends in a re-plan, and an architect with nothing new ends the run.
+    """
+
+
 @dataclass(frozen=True)
 class AttemptNote:
     """A short line of history the agents see: what was tried and how it ended."""

@@ -1,0 +1,53 @@
+"""Reference analysis at the start of a run: roofline floors per workload, profiles if any.
+
+Written to ``reference.json``. The floors use the shared H200 ceilings (the knowledge base
+may certify its own later); the profiles come from the profiler when one is available.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from forgekernel.errors import ForgeError
+from forgekernel.records import TaskSpec
+
+
+def floors(task: TaskSpec) -> list[dict[str, Any]]:
+    """Minimal bytes, flops and the roofline floor of every workload."""
+    from forgekernel.profile import roofline
+    from forgekernel.task import load_module
+
+    module = load_module(Path(task.root) / "reference.py")
+    out = []
+    for w in task.workloads:
+        row: dict[str, Any] = {"axes": w.axes, "smoke": w.smoke}
+        try:
+            outputs = roofline.output_specs(task, module, w)
+        except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
+            row["note"] = f"output shapes unknown on meta tensors: {exc}"
+            out.append(row)
+            continue
+        nbytes = roofline.minimal_bytes(task, w, outputs)
+        f = roofline.floor(nbytes, roofline.formula_flops(task, w), roofline.H200_SHARED,
+                           roofline.main_dtype(task))
+        row.update(f.model_dump(mode="json"))
+        out.append(row)
+    return out
+
+
+def analyse_reference(task: TaskSpec, runner: Any, profiler: Any | None) -> dict[str, Any]:
+    """The content of reference.json."""
+    from forgekernel.profile.roofline import H200_SHARED
+
+    data: dict[str, Any] = {"task": task.name, "delivery": runner.name,
+                            "ceilings": H200_SHARED.source, "floors": floors(task),
+                            "profiles": [], "profile_note": ""}
+    if profiler is None:
+        data["profile_note"] = "no profiler available: roofline floors only"
+        return data
+    try:
+        data["profiles"] = [p.model_dump(mode="json") for p in profiler(task, runner, None)]
+    except ForgeError as exc:
+        data["profile_note"] = f"profiling the reference failed: {exc}"
+    return data

@@ -1,0 +1,197 @@
+"""`forge run` (drive a run dir to the best kernel it can find) and `forge status`."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from forgekernel.cli import app, fail
+
+
+@app.command("run")
+def run_cmd(
+    target: Path = typer.Argument(..., help="Run dir (from `forge new`), or a task dir: a run dir is created first."),
+    agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
+    architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
+    model: str = typer.Option(None, "--model", help="Model for LLM backends."),
+    delivery: str = typer.Option(None, "--delivery", help="cpu, local or auto (default: the run's, else FK_DELIVERY, else auto)."),
+    max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts in the whole run."),
+    max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes over all sessions."),
+    max_dollars: float = typer.Option(None, "--max-dollars", min=0, help="Agent dollars over the run."),
+    script: Path = typer.Option(None, "--script", help="Script for the scripted agent (implies --agent scripted)."),
+    replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
+    out: Path = typer.Option(None, "--out", help="With a task dir: the run dir to create."),
+    judge_impl: str = typer.Option(None, "--judge", hidden=True, help="module:attr of a judge callable (tests)."),
+) -> None:
+    """Run the loop on RUN_DIR until the target, the budget or the ideas run out (resumable).
+
+    Exit code 0 when the target speedup is met (after the final confirmation), 2 otherwise.
+    """
+    from forgekernel import engine, rundir
+    from forgekernel.config import load_settings
+    from forgekernel.delivery.base import make_runner, resolve_delivery
+
+    settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
+    root = _run_dir(target, settings, out)
+    rd = rundir.open(root)
+    cfg = rd.config()
+    script_path = replay or script
+    coder_name, arch_name = _agent_names(agent, architect, cfg, script_path is not None)
+    wanted = delivery or (cfg.get("delivery") if cfg.get("delivery") not in (None, "auto") else settings.delivery)
+    name, _why = resolve_delivery(wanted)
+    try:
+        runner = make_runner(name, gpu=cfg.get("gpu", settings.gpu), settings=settings)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    coder = _backend(coder_name, "coder", settings, script_path)
+    arch = _backend(arch_name, "architect", settings, script_path)
+    judge, hasher = _judge(judge_impl)
+    limits = {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars}
+    with _Printer() as printer:
+        outcome = engine.run(rd.root, coder, arch, judge, runner, settings, limits=limits,
+                             progress=printer, profiler=_profiler(), prescriber=_prescriber(),
+                             hasher=hasher, check_command=_check_command(rd, name))
+    typer.echo(f"report: {rd.report}")
+    from forgekernel.report import summary_line
+
+    typer.echo(summary_line(engine.load_state(rd)))
+    typer.echo(f"target {outcome.target:g}x: {'met' if outcome.target_met else 'not met'} "
+               f"({outcome.reason}); exit {outcome.exit_code}")
+    raise typer.Exit(outcome.exit_code)
+
+
+def _run_dir(target: Path, settings: Any, out: Path | None) -> Path:
+    from forgekernel import rundir
+
+    if rundir.is_run_dir(target):
+        if out is not None:
+            raise fail("--out is only for a task dir; the run dir already exists")
+        return target
+    if (target / "task.toml").is_file():
+        root = rundir.create(target, settings, out)
+        typer.echo(f"created run dir {root}")
+        return root
+    raise fail(f"{target}: neither a run dir (run.toml) nor a task dir (task.toml)")
+
+
+def _agent_names(agent: str | None, architect: str | None, cfg: dict, scripted: bool) -> tuple[str, str]:
+    coder = agent or ("scripted" if scripted else cfg.get("agent") or "builtin")
+    if agent or scripted:
+        arch = architect or coder
+    else:
+        arch = architect or cfg.get("architect") or coder
+    if scripted and "scripted" not in (coder, arch):
+        raise fail("--script/--replay drive the scripted agent; drop --agent/--architect or use 'scripted'")
+    return coder, arch
+
+
+def _backend(name: str, role: str, settings: Any, script: Path | None):
+    from forgekernel.agents import backend_module
+    from forgekernel.plan import agent_missing
+
+    missing = agent_missing(name, settings)
+    if missing:
+        raise fail(f"{role} agent '{name}' cannot run here: missing {'; '.join(missing)}")
+    try:
+        module = backend_module(name)
+    except ImportError as exc:
+        raise fail(f"{role} agent '{name}' is not available in this install ({exc})") from None
+    kw = {"script": script} if name == "scripted" else {}
+    make = module.make_coder if role == "coder" else module.make_architect
+    return make(settings, **kw)
+
+
+def _judge(impl: str | None):
+    """The judge callable and the candidate hasher that matches it."""
+    from forgekernel import rundir
+
+    if impl:
+        mod, _, attr = impl.partition(":")
+        try:
+            fn = getattr(importlib.import_module(mod), attr or "judge")
+        except (ImportError, AttributeError) as exc:
+            raise fail(f"--judge {impl}: {exc}") from None
+        return fn, rundir.content_hash
+    try:
+        from forgekernel.judge import judge as real_judge
+        from forgekernel.judge.candidate import candidate_hash
+    except ImportError as exc:
+        raise fail(f"the judge is not available in this install ({exc})") from None
+    return real_judge, candidate_hash
+
+
+def _profiler():
+    try:
+        from forgekernel.profile import profile_task
+    except ImportError:
+        return None
+
+    def profile(task, runner, kernel_dir):
+        return profile_task(task, runner, kernel=kernel_dir / "kernel.py" if kernel_dir else None)
+
+    return profile
+
+
+def _prescriber():
+    try:
+        from forgekernel.kb import prescriptions_for_agent
+    except ImportError:
+        return None
+    return lambda task, profiles: prescriptions_for_agent(task, list(profiles) or None)
+
+
+def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
+    """What an agent may run for a quick verdict on the workspace."""
+    return (sys.executable, "-m", "forgekernel.cli", "judge", str(rd.task_dir), str(rd.workspace),
+            "--json", "--delivery", delivery)
+
+
+class _Printer:
+    """Progress: a live status line on a terminal, plain lines otherwise."""
+
+    def __enter__(self) -> _Printer:
+        self.live = None
+        if sys.stdout.isatty():
+            from rich.console import Console
+
+            self.console = Console()
+            self.live = self.console.status("starting")
+            self.live.__enter__()
+        return self
+
+    def __call__(self, ev: Any) -> None:
+        if self.live is None:
+            typer.echo(f"[{ev.kind}] {ev.message}")
+            return
+        if ev.kind == "propose":
+            self.live.update(f"{ev.message} (agent working)")
+        else:
+            self.console.print(f"[{ev.kind}] {ev.message}", markup=False, highlight=False)
+            if ev.kind == "judged":
+                self.live.update("next")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+
+@app.command("status")
+def status_cmd(
+    run_dir: Path = typer.Argument(..., help="A run dir."),
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+    last: int = typer.Option(5, "--last", min=0, help="How many recent attempts to show."),
+) -> None:
+    """Where a run stands: best so far, milestone and gate, budget used, recent verdicts."""
+    from forgekernel import rundir, status
+
+    data = status.collect(rundir.open(run_dir), last=last)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        for line in status.render(data):
+            typer.echo(line)

@@ -1,0 +1,96 @@
+"""The run engine: next row -> propose -> judge -> record -> accept/revert -> gate -> re-plan.
+
+It depends only on protocols: the agents (``Coder``/``Architect``), a :class:`Judge`
+callable, a delivery ``Runner``, and optional :class:`Profiler` and :class:`Prescriber`
+callables. The CLI picks the concrete ones. All state lives in the run dir's ledger; see
+:mod:`forgekernel.ledger` for the two-phase attempt protocol that makes a kill at any
+moment safe to resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from forgekernel import curriculum as C
+from forgekernel import rundir
+from forgekernel.config import Settings
+from forgekernel.delivery import Runner
+from forgekernel.ledger import Ledger
+from forgekernel.runstate import Limits, RunState, replay
+from forgekernel.seams import (
+    EngineError,
+    Judge,
+    Prescriber,
+    Profiler,
+    Progress,
+    ProgressEvent,
+    RunOutcome,
+    Seams,
+)
+from forgekernel.steps import Steps
+
+
+def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
+        settings: Settings | None = None, *, limits: dict[str, Any] | None = None,
+        progress: Progress | None = None, profiler: Profiler | None = None,
+        prescriber: Prescriber | None = None, hasher: Callable[[Path], str] | None = None,
+        confirm_judge: Judge | None = None, check_command: tuple[str, ...] = ()) -> RunOutcome:
+    """Drive one run dir until the target, the budget or the ideas run out; resumable.
+
+    ``limits`` overrides run.toml (keys of :class:`~forgekernel.runstate.Limits`).
+    """
+    seams = Seams(coder, architect, judge, runner, profiler, prescriber,
+                  hasher or rundir.content_hash, confirm_judge, check_command)
+    rd = rundir.open(run_dir)
+    with _locked(rd):
+        s = Steps(rd, seams, Limits.from_config(rd.config(), **(limits or {})),
+                  progress or (lambda ev: None))
+        s.resume(settings)
+        while True:
+            if s.state.pending is not None:
+                s.judge_and_record(s.state.pending)
+                s.check_gate()
+                continue
+            if (stop := s.stop_reason()) is not None:
+                break
+            if (why := s.replan_reason()) is not None:
+                if not s.plan(why):
+                    stop = s.nothing_left or "the architect has nothing new to try"
+                    break
+                continue
+            target = C.next_row(s.state.curriculum)
+            if target is None:
+                stop = "nothing left to try: every row is closed and no re-plan is left"
+                break
+            s.attempt(*target)
+            s.check_gate()
+        return s.finish(stop)
+
+
+@contextlib.contextmanager
+def _locked(rd: rundir.RunDir) -> Iterator[None]:
+    """One `forge run` per run dir; the lock dies with its process (even on SIGKILL)."""
+    fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EngineError(f"{rd.root}: another `forge run` is using this run dir") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def load_state(rd: rundir.RunDir) -> RunState:
+    """The run's state from its ledger, read-only (a torn last line is ignored)."""
+    cfg = rd.config()
+    return replay(Ledger(rd.ledger).events(), int(cfg.get("engine", {}).get("max_retries", 3)))
+
+
+__all__ = ["EngineError", "Judge", "Limits", "Prescriber", "Profiler", "ProgressEvent",
+           "RunOutcome", "Seams", "load_state", "run"]

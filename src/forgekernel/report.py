@@ -1,0 +1,168 @@
+"""report.md from the run's records (ledger, run.toml, reference.json): records in, markdown out.
+
+The summary line reads ``best: <hash> -- device median <ms> ms, <x>x the reference``, with
+``device`` replaced by ``cpu-interpret`` when the timings came from the Triton interpreter.
+With several workloads, ``<ms>`` is the geometric mean of the best's per-workload medians
+and ``<x>`` the geometric mean of the speedups (the verdict's ``speedup``), which is the
+ratio of the two geometric means, so the line stays self-consistent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from forgekernel import curriculum as C
+from forgekernel import rundir
+from forgekernel.records import Attempt, Verdict
+from forgekernel.runstate import DUPLICATE, RunState, replay
+
+
+def timed(verdict: Verdict | None) -> list:
+    return [w for w in (verdict.workloads if verdict else ()) if not w.hidden and w.median_ms is not None]
+
+
+def timing_label(verdict: Verdict | None) -> str:
+    labels = {w.timing_label for w in timed(verdict) if w.timing_label}
+    if not labels:
+        return "cpu-interpret" if verdict is not None and verdict.delivery == "cpu" else "device"
+    return "cpu-interpret" if "cpu-interpret" in labels else sorted(labels)[0]
+
+
+def headline(verdict: Verdict | None) -> tuple[float | None, float | None, str]:
+    """(geometric-mean median ms, speedup, timing label) of a verdict."""
+    ws = timed(verdict)
+    ms = math.exp(sum(math.log(w.median_ms) for w in ws) / len(ws)) if ws else None
+    return ms, verdict.speedup if verdict else None, timing_label(verdict)
+
+
+def best_verdict(state: RunState) -> tuple[Verdict | None, str]:
+    """The best's verdict to show: its confirmation when there is one, else its search verdict."""
+    best = state.best
+    if best is None:
+        return None, ""
+    for c in reversed(state.confirms):
+        if c.candidate == best.candidate:
+            return c.verdict, "final confirmation (re-judged against the reference)"
+    return best.verdict, f"search verdict of attempt #{best.seq}"
+
+
+def summary_line(state: RunState) -> str:
+    verdict, _ = best_verdict(state)
+    if state.best is None or verdict is None:
+        return "best: none -- no candidate passed the judge"
+    ms, x, label = headline(verdict)
+    if ms is None or x is None:
+        return f"best: {state.best.candidate} -- {label} median n/a (no timings), n/a the reference"
+    return f"best: {state.best.candidate} -- {label} median {ms:.4g} ms, {x:.3g}x the reference"
+
+
+def status_of(a: Attempt) -> str:
+    if a.verdict is not None:
+        return a.verdict.status.value
+    return "DUPLICATE" if a.error.startswith(DUPLICATE) else "ERROR"
+
+
+def _fmt(v: float | None, spec: str = ".4g") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def workload_table(verdict: Verdict | None, floors: list[dict[str, Any]]) -> list[str]:
+    rows = ["| workload | reference ms | best ms | speedup | %SOL | timing |", "|---|---|---|---|---|---|"]
+    by_axes = {tuple(sorted(f["axes"].items())): f for f in floors}
+    for w in (verdict.workloads if verdict else ()):
+        if w.hidden:
+            continue
+        sol = w.sol_pct
+        floor = by_axes.get(tuple(sorted(w.axes.items())), {})
+        if sol is None and w.median_ms and w.timing_label == "device" and floor.get("floor_ms"):
+            sol = 100.0 * floor["floor_ms"] / w.median_ms
+        label = " x ".join(f"{k}={v}" for k, v in w.axes.items())
+        rows.append(f"| {label} | {_fmt(w.reference_ms)} | {_fmt(w.median_ms)} | {_fmt(w.speedup, '.3g')} "
+                    f"| {_fmt(sol, '.1f')} | {w.timing_label or '-'} |")
+    return rows
+
+
+def milestone_lines(state: RunState) -> list[str]:
+    timeline: list[tuple[str, str]] = []
+    for p in state.plans:
+        timeline.append((p.time, f"- after attempt #{p.after_seq}: curriculum v{p.version} ({p.reason})"
+                         + (f" -- {p.notes}" if p.notes else "")))
+    for g in state.gates:
+        timeline.append((g.time, f"- after attempt #{g.after_seq}: gate {g.milestone} passed with "
+                         f"{g.candidate}: " + "; ".join(f"{x['line']} {x['state']}" for x in g.lines)))
+    for r in state.rows:
+        timeline.append((r.time, f"- after attempt #{r.after_seq}: row {r.row} closed ({r.status}): {r.reason}"))
+    out = [text for _, text in sorted(timeline, key=lambda t: t[0])]
+    cur = state.curriculum
+    if cur is None:
+        return out + ["", "No curriculum was made."]
+    verdict = state.best.verdict if state.best else None
+    out += ["", f"Curriculum v{cur.version} at the end:", ""]
+    for m in cur.milestones:
+        frozen = ", frozen" if m.frozen else ""
+        out.append(f"- **{m.id}** {m.title} ({m.kind}, {m.status}{frozen}): "
+                   + ", ".join(f"{r.id} {r.status}" for r in m.rows))
+        for line in C.evaluate_gate(m, verdict).lines:
+            out.append(f"  - gate `{line.line}`: {line.state}" + (f" ({line.detail})" if line.detail else ""))
+    return out
+
+
+def attempt_lines(state: RunState) -> list[str]:
+    counts = Counter(status_of(a) for a in state.attempts.values())
+    out = ["By status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), "",
+           "| # | row | status | speedup | accepted | best | candidate | summary / error |",
+           "|---|---|---|---|---|---|---|---|"]
+    for q, a in sorted(state.attempts.items()):
+        started = state.started.get(q)
+        text = (a.error or (started.summary if started else "")).splitlines()
+        note = (text[0] if text else "")[:120].replace("|", "/")
+        out.append(f"| {q} | {a.row} | {status_of(a)} | {_fmt(a.verdict.speedup if a.verdict else None, '.3g')} "
+                   f"| {'yes' if a.accepted else ''} | {'yes' if a.best else ''} | {a.candidate or '-'} | {note} |")
+    return out
+
+
+def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
+    cfg = rd.config()
+    target = float(cfg.get("target", {}).get("speedup", 1.2))
+    end = state.ends[-1] if state.ends else None
+    verdict, source = best_verdict(state)
+    ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
+    session = state.sessions[-1] if state.sessions else None
+    met = bool(end and end.target_met)
+    lines = [f"# forge run: {cfg.get('task', '?')}", "", summary_line(state), ""]
+    if verdict is not None:
+        lines.append(f"Verdict shown: {source}; {len(timed(verdict))} timed workload(s), "
+                     f"timings labelled `{timing_label(verdict)}`.")
+    lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
+              f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
+              f"- run dir: `{rd.root}`",
+              f"- delivery: {session.delivery if session else cfg.get('delivery')}; agent: "
+              f"{session.agent if session else cfg.get('agent')}; architect: "
+              f"{session.architect if session else cfg.get('architect')}",
+              f"- attempts: {state.iterations}; re-plans: {state.replans}; wall minutes: "
+              f"{state.minutes():.1f}; agent dollars: {state.dollars():.2f}", "",
+              "## Workloads", "", *workload_table(verdict, ref.get("floors", [])), "",
+              "## Milestones", "", *milestone_lines(state), "", "## Attempts", "", *attempt_lines(state),
+              "", "## Plots", ""]
+    lines += [f"![{name}]({path})" for name, path in plots.items()] or ["No plot (nothing was timed)."]
+    lines += ["", "## Files", "", "- `best/kernel.py`, `best/verdict.json`" if state.best else
+              "- no best kernel", "- `ledger.jsonl` (every attempt), `curriculum.v*.toml` (every plan)", ""]
+    return "\n".join(lines)
+
+
+def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
+    """Rebuild report.md (and the plots) from the run's records."""
+    from forgekernel import ledger
+    from forgekernel.plots import write_plots
+
+    if state is None:
+        state = replay(ledger.read(rd.ledger)[0])
+    verdict, _ = best_verdict(state)
+    ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
+    target = float(rd.config().get("target", {}).get("speedup", 1.2))
+    plots = write_plots(rd.plots, state, verdict, ref.get("floors", []), target)
+    rundir.atomic_write(rd.report, render(rd, state, {k: f"plots/{Path(v).name}" for k, v in plots.items()}))
+    return rd.report

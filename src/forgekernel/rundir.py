@@ -1,0 +1,286 @@
+"""The run directory: layout, creation, run.toml, and the candidate store.
+
+Layout (``.artifacts/<task>_<stamp>/``)::
+
+    task/                 snapshot of the task dir (task.toml, reference.py, ...)
+    run.toml              resolved configuration (no secrets)
+    reference.json        reference analysis: roofline floors, profiles when available
+    curriculum.toml       the current plan with live statuses (a view of the ledger)
+    curriculum.v<N>.toml  every version the architect made, as made
+    ledger.jsonl          the append-only record (see forgekernel.ledger)
+    workspace/            git repo the coder edits; HEAD is the best kernel so far
+    candidates/<id>/      src/ (the judged files), agent.json, verdict.json, profile.json
+    best/                 kernel.py (+ other files) and verdict.json of the best
+    report.md, plots/     written at the end of every `forge run`
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from forgekernel import __version__
+from forgekernel.config import Settings
+from forgekernel.errors import ForgeError
+from forgekernel.records import TaskSpec
+from forgekernel.task import load_task
+
+IGNORED = ("__pycache__", "*.pyc", ".pytest_cache")
+"""Patterns git ignores in the workspace (dotfiles and caches are never part of a candidate)."""
+
+ENGINE_DEFAULTS = {"max_retries": 3, "stall_after": 6, "max_replans": 4, "noise_floor": 0.02}
+"""Engine knobs written into run.toml's [engine] table."""
+
+
+class RunDirError(ForgeError, ValueError):
+    """Not a run dir, or one that cannot be created."""
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run directory."""
+
+    root: Path
+
+    @property
+    def task_dir(self) -> Path:
+        return self.root / "task"
+
+    @property
+    def run_toml(self) -> Path:
+        return self.root / "run.toml"
+
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger.jsonl"
+
+    @property
+    def curriculum(self) -> Path:
+        return self.root / "curriculum.toml"
+
+    def curriculum_version(self, n: int) -> Path:
+        return self.root / f"curriculum.v{n}.toml"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def candidates(self) -> Path:
+        return self.root / "candidates"
+
+    def candidate(self, cid: str) -> Path:
+        return self.candidates / cid
+
+    def candidate_src(self, cid: str) -> Path:
+        return self.candidates / cid / "src"
+
+    @property
+    def best(self) -> Path:
+        return self.root / "best"
+
+    @property
+    def best_kernel(self) -> Path:
+        return self.best / "kernel.py"
+
+    @property
+    def best_verdict(self) -> Path:
+        return self.best / "verdict.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def reference(self) -> Path:
+        return self.root / "reference.json"
+
+    @property
+    def plots(self) -> Path:
+        return self.root / "plots"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
+    def config(self) -> dict[str, Any]:
+        """run.toml as a dict."""
+        return tomllib.loads(self.run_toml.read_text())
+
+    def task(self) -> TaskSpec:
+        """The task snapshot (the reference is imported by the judge, not here)."""
+        return load_task(self.task_dir, check_reference=False)
+
+
+def open(run_dir: str | Path) -> RunDir:  # noqa: A001 - the module is used as rundir.open
+    """Open an existing run dir; a one-line error if ``run_dir`` is not one."""
+    root = Path(run_dir).resolve()
+    if not (root / "run.toml").is_file() or not (root / "task" / "task.toml").is_file():
+        raise RunDirError(f"{run_dir}: not a run directory (no run.toml and task/); "
+                          "create one with `forge new TASK_DIR`")
+    return RunDir(root)
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "run.toml").is_file() and (path / "task").is_dir()
+
+
+def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path:
+    """Make a run dir for the task at ``task_path`` and return its path.
+
+    ``out`` names the directory (it must not exist or be empty); by default it is
+    ``<settings.artifacts>/<task>_<stamp>``.
+    """
+    from forgekernel import workspace
+
+    task = load_task(task_path)
+    root = Path(out) if out is not None else _fresh_dir(Path(settings.artifacts), task.name)
+    if root.exists() and any(root.iterdir()):
+        raise RunDirError(f"{root}: already exists and is not empty")
+    root.mkdir(parents=True, exist_ok=True)
+    rd = RunDir(root.resolve())
+    shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
+    atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
+    rd.candidates.mkdir()
+    workspace.Workspace(rd.workspace).init({"kernel.py": stub_kernel(task)})
+    return rd.root
+
+
+def _fresh_dir(base: Path, name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    root = base / f"{name}_{stamp}"
+    n = 1
+    while root.exists():
+        n += 1
+        root = base / f"{name}_{stamp}-{n}"
+    return root
+
+
+def run_config(task: TaskSpec, settings: Settings) -> dict[str, Any]:
+    """The resolved configuration written to run.toml (no secrets, no None values)."""
+    agent = settings.agent or "builtin"
+    cfg: dict[str, Any] = {
+        "task": task.name, "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "forgekernel": __version__, "delivery": settings.delivery, "agent": agent,
+        "architect": settings.architect or agent,
+        "budget": {"iterations": task.budget.iterations, "minutes": task.budget.minutes,
+                   "dollars": task.budget.dollars},
+        "target": {"speedup": task.target.speedup},
+        "engine": dict(ENGINE_DEFAULTS),
+    }
+    if settings.model:
+        cfg["model"] = settings.model
+    if settings.gpu is not None:
+        cfg["gpu"] = settings.gpu
+    return cfg
+
+
+def stub_kernel(task: TaskSpec) -> str:
+    """The workspace's starting kernel.py: the reference's signature, no implementation."""
+    if task.format == "kernelbench":
+        return (f'"""Candidate for {task.name}: define ModelNew with the reference Model\'s '
+                'interface."""\n\nimport torch\n\n\nclass ModelNew(torch.nn.Module):\n'
+                '    def forward(self, *inputs):\n'
+                '        raise NotImplementedError("write the kernel here")\n')
+    args = ", ".join(task.inputs)
+    return (f'"""Candidate for {task.name}: run({args}) must match reference.run."""\n\n\n'
+            f"def run({args}):\n"
+            '    raise NotImplementedError("write the kernel here")\n')
+
+
+# ---------------------------------------------------------------- files
+
+
+def candidate_files(root: Path) -> list[Path]:
+    """Relative paths of a candidate's files, sorted: no dotfiles or dot dirs (``.git``),
+    no ``__pycache__``, no symlinks (the judge's definition of a candidate)."""
+    out = []
+    for path in Path(root).rglob("*"):
+        rel = path.relative_to(root)
+        if any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+            continue
+        if path.is_file() and not path.is_symlink():
+            out.append(rel)
+    return sorted(out, key=lambda p: p.as_posix())
+
+
+def content_hash(root: Path) -> str:
+    """A candidate's identity: 16 hex of sha256 over each file's path and sha256.
+
+    The same definition as ``forgekernel.judge.candidate.candidate_hash`` (a test holds
+    them equal), so ledger ids and verdict ids agree.
+    """
+    h = hashlib.sha256()
+    for rel in candidate_files(root):
+        h.update(rel.as_posix().encode() + b"\0")
+        h.update(hashlib.sha256((Path(root) / rel).read_bytes()).digest())
+    return h.hexdigest()[:16]
+
+
+def copy_files(src: Path, dst: Path) -> None:
+    """Copy a candidate's files from ``src`` into ``dst`` (created)."""
+    for rel in candidate_files(src):
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / rel, dst / rel)
+
+
+def store_candidate(rd: RunDir, cid: str, src: Path, info: dict[str, Any]) -> Path:
+    """Save the files of candidate ``cid`` under candidates/<id>/src (atomically) once."""
+    final = rd.candidate_src(cid)
+    if not final.exists():
+        rd.candidate(cid).mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".src-", dir=rd.candidate(cid)))
+        copy_files(src, tmp)
+        _fsync_tree(tmp)
+        os.replace(tmp, final)
+    write_json(rd.candidate(cid) / "agent.json", info)
+    return final
+
+
+def clean_partial(rd: RunDir) -> None:
+    """Remove half-copied candidate dirs a kill left behind."""
+    if rd.candidates.is_dir():
+        for tmp in rd.candidates.glob("*/.src-*"):
+            shutil.rmtree(tmp)
+
+
+def _fsync_tree(root: Path) -> None:
+    for rel in candidate_files(root):
+        fd = os.open(root / rel, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a whole file or nothing: temp file, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    atomic_write(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())

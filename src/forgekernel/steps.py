@@ -1,0 +1,387 @@
+"""The steps :func:`forgekernel.engine.run` strings together.
+
+Every step appends to the ledger first and applies the same event to the in-memory state
+(:meth:`Steps.record`); the workspace, ``best/`` and ``curriculum.toml`` are views that a
+resumed run rebuilds from the ledger.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from forgekernel import curriculum as C
+from forgekernel import exprs, rundir
+from forgekernel.agents.base import (
+    AgentError,
+    ArchitectContext,
+    AttemptNote,
+    CoderContext,
+    NothingToTry,
+)
+from forgekernel.config import Settings
+from forgekernel.errors import ForgeError
+from forgekernel.ledger import (
+    ConfirmEvent,
+    EndEvent,
+    Event,
+    GateEvent,
+    Ledger,
+    PlanEvent,
+    RowEvent,
+    SessionEvent,
+    StartedEvent,
+    now,
+)
+from forgekernel.records import AgentCost, Attempt, DecisionRow, Milestone, Profile, Verdict
+from forgekernel.runstate import AGENT_ERROR, DUPLICATE, Limits, RowCount, RunState, replay
+from forgekernel.seams import EngineError, Progress, ProgressEvent, RunOutcome, Seams
+from forgekernel.workspace import Workspace
+
+
+class Steps:
+    """One `forge run` session over a run dir."""
+
+    def __init__(self, rd: rundir.RunDir, seams: Seams, limits: Limits, progress: Progress) -> None:
+        self.rd, self.seams, self.limits, self.say = rd, seams, limits, progress
+        self.task = rd.task()
+        self.ledger = Ledger(rd.ledger)
+        self.ws = Workspace(rd.workspace)
+        self.state = RunState(max_retries=limits.max_retries)
+        self.reference_source = (rd.task_dir / "reference.py").read_text()
+        self.gate: C.GateResult | None = None
+        self.nothing_left = ""
+        self._prescriptions: tuple[str, ...] | None = None
+
+    # -- plumbing
+    def emit(self, kind: str, message: str, **data: Any) -> None:
+        self.say(ProgressEvent(kind, message, data))
+
+    def record(self, ev: Event) -> Event:
+        self.ledger.append(ev)
+        self.state.apply(ev)
+        return ev
+
+    def resume(self, settings: Settings | None) -> None:
+        """Rebuild the state from the ledger and put the workspace back on the best."""
+        torn = self.ledger.repair()
+        self.state = replay(self.ledger.events(), self.limits.max_retries)
+        rundir.clean_partial(self.rd)
+        best = self.state.best
+        if best is not None:
+            self.ws.ensure_best(best.seq, best.candidate, self.rd.candidate_src(best.candidate),
+                                self.seams.hasher)
+            self._write_best(best.candidate, best.verdict)
+        else:
+            self.ws.recover()
+        again = bool(self.state.attempts or self.state.started)
+        s = self.seams
+        self.record(SessionEvent(pid=os.getpid(), delivery=s.runner.name, agent=s.coder.name,
+                                 architect=s.architect.name, model=(settings.model or "") if settings else "",
+                                 limits=dataclasses.asdict(self.limits)))
+        self.emit("session", f"{'resuming' if again else 'starting'} {self.task.name} in {self.rd.root} "
+                  f"(agent {s.coder.name}, architect {s.architect.name}, delivery {s.runner.name})")
+        if torn:
+            self.emit("note", f"cut a torn last ledger line ({torn} bytes) left by an interruption")
+        if not self.rd.reference.exists():
+            self.emit("note", "analysing the reference")
+            from forgekernel.analysis import analyse_reference
+
+            rundir.write_json(self.rd.reference, analyse_reference(self.task, s.runner, s.profiler))
+        self.check_gate()
+
+    # -- stopping and re-planning
+    def stop_reason(self) -> str | None:
+        lim, st, best = self.limits, self.state, self.state.best
+        if best is not None and best.verdict and (best.verdict.speedup or 0) >= lim.target:
+            return f"target reached: {best.verdict.speedup:.3g}x >= {lim.target:g}x"
+        if st.iterations >= lim.iterations:
+            return f"iteration budget spent ({st.iterations} of {lim.iterations})"
+        if st.minutes(datetime.now(UTC)) >= lim.minutes:
+            return f"time budget spent ({st.minutes(datetime.now(UTC)):.1f} of {lim.minutes:g} minutes)"
+        if st.dollars() > 0 and st.dollars() >= lim.dollars:
+            return f"dollar budget spent (${st.dollars():.2f} of ${lim.dollars:.2f})"
+        if st.trailing_agent_errors() >= 2 * lim.max_retries:
+            last = st.attempts[st.last_seq].error if st.last_seq in st.attempts else ""
+            return f"the agent failed {st.trailing_agent_errors()} times in a row ({last})"
+        return None
+
+    def replan_reason(self) -> str | None:
+        cur, st = self.state.curriculum, self.state
+        if cur is None:
+            return "initial plan"
+        m = C.current_milestone(cur)
+        since_plan = sum(1 for q in st.attempts if q > st.plans[-1].after_seq)
+        if m is None:
+            why = "every milestone passed but the target is not reached"
+        elif C.next_row(cur) is None:
+            why = f"the rows of {m.id} are exhausted without passing its gate"
+        elif self.gate is not None and self.gate.unknown and st.best is not None and since_plan:
+            lines = "; ".join(f"'{r.line}' ({r.detail})" for r in self.gate.unknown)
+            why = f"gate impasse at {m.id}: {lines} cannot be measured here"
+        elif st.since_progress() >= self.limits.stall_after:
+            why = f"stall: no new best in {st.since_progress()} attempts"
+        else:
+            return None
+        if st.replans >= self.limits.max_replans:
+            if C.next_row(cur) is None:
+                self.nothing_left = f"nothing left to try ({why}; re-plan limit {self.limits.max_replans} reached)"
+                return why
+            return None
+        return why
+
+    def plan(self, reason: str) -> bool:
+        """Ask the architect for a (new) plan; False when there is none to follow."""
+        if self.nothing_left:
+            return False
+        st, arch = self.state, self.seams.architect
+        initial = st.curriculum is None
+        self.emit("plan", f"architect ({arch.name}): {reason}")
+        ctx = ArchitectContext(task=self.task, reference_source=self.reference_source,
+                               profiles=self.reference_profiles(), prescriptions=self.prescriptions(),
+                               current=st.curriculum, reason=reason, history=self.history(),
+                               best=self.best_summary(), extra=self._architect_extra())
+        try:
+            res = arch.plan(ctx)
+            new = self._next_version(res.curriculum, reason)
+        except (AgentError, C.CurriculumError) as exc:
+            if initial:
+                raise EngineError(f"the architect ({arch.name}) could not make a plan: {exc}") from None
+            self.nothing_left = f"the architect ({arch.name}) failed: {exc}"
+            return False
+        if new is None or C.open_rows(new) == 0:
+            self.nothing_left = f"nothing left to try: the architect has no new open row ({reason})"
+            return False
+        self.record(PlanEvent(version=new.version, reason=new.reason, after_seq=st.last_seq,
+                              curriculum=C.to_dict(new), agent=res.cost, notes=res.notes))
+        rundir.atomic_write(self.rd.curriculum_version(new.version), C.dumps(new))
+        self.gate = None
+        self.check_gate()
+        return True
+
+    def _next_version(self, proposed, reason: str):
+        checked = C.from_dict(C.to_dict(proposed))
+        old = self.state.curriculum
+        if old is None:
+            return checked.model_copy(update={"version": 1, "reason": checked.reason or reason})
+        if C.same_content(checked, old):
+            return None
+        return C.revise(old, checked, reason)
+
+    # -- one attempt
+    def attempt(self, m: Milestone, row: DecisionRow) -> None:
+        st, coder = self.state, self.seams.coder
+        seq = st.last_seq + 1
+        feedback, retry = st.last_feedback(row.id)
+        ctx = CoderContext(task=self.task, reference_source=self.reference_source,
+                           workspace=self.ws.root, curriculum=st.curriculum, milestone=m, row=row,
+                           profiles=self.reference_profiles(), prescriptions=self.prescriptions(),
+                           feedback=feedback, history=self.history(), best=self.best_summary(),
+                           retry=retry, check_command=self.seams.check_command)
+        self.emit("propose", f"#{seq} {row.id} ({coder.name}): {row.decision}", seq=seq, row=row.id)
+        try:
+            res = coder.implement(ctx)
+        except NothingToTry as exc:
+            self.ws.reset()
+            done = st.counts.get(row.id, RowCount()).accepted > 0
+            self.record(RowEvent(row=row.id, status="done" if done else "failed",
+                                 reason=str(exc), after_seq=st.last_seq))
+            self.emit("note", f"{row.id} closed: {exc}")
+            return
+        except AgentError as exc:
+            return self._failed(seq, m, row, f"{AGENT_ERROR}{exc}", AgentCost(agent=coder.name))
+        except Exception as exc:
+            self._failed(seq, m, row, f"internal error: {type(exc).__name__}: {exc}",
+                         AgentCost(agent=coder.name))
+            raise
+        if res.error:
+            return self._failed(seq, m, row, f"{AGENT_ERROR}{res.error}", res.cost)
+        cid = self.seams.hasher(self.ws.root)
+        prev = st.judged(cid)
+        if prev is not None:
+            return self._failed(seq, m, row, f"{DUPLICATE}#{prev}: candidate {cid} is unchanged; "
+                                "not judged again", res.cost, cid)
+        rundir.store_candidate(self.rd, cid, self.ws.root, {"seq": seq, "row": row.id,
+                               "summary": res.summary, "cost": res.cost.model_dump(mode="json")})
+        started = self.record(StartedEvent(seq=seq, milestone=m.id, row=row.id, candidate=cid,
+                                           agent=res.cost, summary=res.summary))
+        self.judge_and_record(started)
+
+    def _failed(self, seq: int, m: Milestone, row: DecisionRow, error: str, cost: AgentCost,
+                cid: str = "") -> None:
+        self.record(Attempt(seq=seq, time=now(), milestone=m.id, row=row.id, candidate=cid,
+                            agent=cost, error=error))
+        self.ws.reset()
+        self.emit("judged", f"#{seq} {row.id}: {error.splitlines()[0][:160]}", seq=seq, status="ERROR")
+
+    def _verified(self, cid: str, what: str) -> Path:
+        src = self.rd.candidate_src(cid)
+        if not src.is_dir() or self.seams.hasher(src) != cid:
+            raise EngineError(f"{what}: the stored files of candidate {cid} do not match its "
+                              "recorded hash; the run dir was modified")
+        return src
+
+    def _judge(self, cid: str, src: Path, judge=None) -> Verdict:
+        verdict = (judge or self.seams.judge)(self.task, src, self.seams.runner)
+        got = verdict.candidate
+        if got and not (got.startswith(cid) or cid.startswith(got)):
+            raise EngineError(f"the judge judged candidate {got}, not the recorded {cid}")
+        return verdict
+
+    def judge_and_record(self, started: StartedEvent) -> None:
+        """Phase two of an attempt: judge the stored candidate, record, accept or revert."""
+        cid, seq = started.candidate, started.seq
+        src = self._verified(cid, f"attempt #{seq}")
+        verdict = self._judge(cid, src)
+        rundir.write_json(self.rd.candidate(cid) / "verdict.json", verdict.model_dump(mode="json"))
+        is_best = verdict.passed and self._beats_best(verdict)
+        self.record(Attempt(seq=seq, time=now(), milestone=started.milestone, row=started.row,
+                            candidate=cid, agent=started.agent, verdict=verdict,
+                            accepted=verdict.passed, best=is_best))
+        if verdict.passed:
+            self.ws.accept(seq, cid, src, started.summary, best=is_best)
+        else:
+            self.ws.reset()
+        if is_best:
+            self._write_best(cid, verdict)
+        x = f", {verdict.speedup:.3g}x" if verdict.speedup is not None else ""
+        tag = " NEW BEST" if is_best else (" accepted" if verdict.passed else "")
+        self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
+                  status=verdict.status.value, speedup=verdict.speedup, best=is_best)
+
+    def _beats_best(self, v: Verdict) -> bool:
+        best = self.state.best
+        if best is None or best.verdict is None:
+            return True
+        old, new = best.verdict.speedup, v.speedup
+        if new is None:
+            return False
+        if old is None:
+            return True
+        noise = v.noise_floor if v.noise_floor is not None else self.limits.noise_floor
+        return new > old * (1 + noise)
+
+    # -- gates
+    def check_gate(self) -> None:
+        """Pass every milestone whose gate the best now meets (M0 freezes), in order."""
+        best = self.state.best
+        while self.state.curriculum is not None:
+            m = C.current_milestone(self.state.curriculum)
+            if m is None:
+                break
+            verdict = best.verdict if best else None
+            self.gate = C.evaluate_gate(m, verdict, self._gate_profiles(m))
+            if best is None or not self.gate.passed:
+                break
+            self.record(GateEvent(milestone=m.id, candidate=best.candidate, after_seq=self.state.last_seq,
+                                  lines=tuple(dataclasses.asdict(r) for r in self.gate.lines)))
+            self.emit("gate", f"gate {m.id} passed" + (" (frozen)" if m.kind == "architecture" else ""))
+        if self.state.curriculum is not None:
+            rundir.atomic_write(self.rd.curriculum, C.dumps(self.state.curriculum))
+
+    def _gate_profiles(self, m: Milestone) -> list[Profile]:
+        best, profiler = self.state.best, self.seams.profiler
+        if best is None or profiler is None:
+            return []
+        needed = set().union(*(exprs.names(x) for x in (m.gate.performance, *m.gate.mechanism) if x))
+        have = set().union(*(e.keys() for e in C.gate_envs(best.verdict)))
+        if needed <= have:
+            return []
+        path = self.rd.candidate(best.candidate) / "profile.json"
+        if not path.exists():
+            self.emit("note", f"profiling the best ({best.candidate}) for {m.id}'s gate")
+            try:
+                data: dict[str, Any] = {"profiles": [p.model_dump(mode="json") for p in
+                                                     profiler(self.task, self.seams.runner,
+                                                              self.rd.candidate_src(best.candidate))]}
+            except ForgeError as exc:
+                data = {"profiles": [], "error": str(exc)}
+                self.emit("note", f"profiling failed: {exc}")
+            rundir.write_json(path, data)
+        return [Profile.model_validate(p) for p in rundir.read_json(path)["profiles"]]
+
+    # -- the end
+    def finish(self, stop: str) -> RunOutcome:
+        """Confirm the best (interleaved re-judgement), record the end, write the report."""
+        from forgekernel import report
+
+        self.emit("stop", stop)
+        best, met, speedup = self.state.best, False, None
+        if best is not None:
+            confirm = self._confirm(best)
+            met, speedup = confirm.met, confirm.verdict.speedup
+            if confirm.verdict.passed:
+                self._write_best(best.candidate, confirm.verdict)
+        self.record(EndEvent(reason=stop, target_met=met, after_seq=self.state.last_seq))
+        report.write(self.rd, self.state)
+        return RunOutcome(self.rd.root, stop, self.limits.target, met,
+                          best.candidate if best else None, speedup, self.state.iterations)
+
+    def _confirm(self, best: Attempt) -> ConfirmEvent:
+        last = self.state.confirms[-1] if self.state.confirms else None
+        if last and last.candidate == best.candidate and last.after_seq == self.state.last_seq:
+            return last
+        self.emit("confirm", f"confirming the best ({best.candidate}) against the reference")
+        src = self._verified(best.candidate, "confirmation")
+        v = self._judge(best.candidate, src, self.seams.confirm_judge)
+        met = v.passed and v.speedup is not None and v.speedup >= self.limits.target
+        self.emit("confirm", f"confirmed: {v.status.value}" + (f", {v.speedup:.3g}x" if v.speedup else ""))
+        return self.record(ConfirmEvent(candidate=best.candidate, after_seq=self.state.last_seq,
+                                        verdict=v, target=self.limits.target, met=met))
+
+    def _write_best(self, cid: str, verdict: Verdict | None) -> None:
+        tmp = self.rd.root / ".best-tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        rundir.copy_files(self.rd.candidate_src(cid), tmp)
+        if verdict is not None:
+            rundir.write_json(tmp / "verdict.json", verdict.model_dump(mode="json"))
+        shutil.rmtree(self.rd.best, ignore_errors=True)
+        os.replace(tmp, self.rd.best)
+
+    # -- what the agents see
+    def history(self) -> tuple[AttemptNote, ...]:
+        notes = []
+        for q, a in sorted(self.state.attempts.items()):
+            v = a.verdict
+            started = self.state.started.get(q)
+            summary = started.summary if started else a.error.splitlines()[0] if a.error else ""
+            status = v.status.value if v else ("DUPLICATE" if a.error.startswith(DUPLICATE) else "ERROR")
+            notes.append(AttemptNote(seq=q, row=a.row, status=status,
+                                     speedup=v.speedup if v else None, summary=summary[:300]))
+        return tuple(notes)
+
+    def best_summary(self) -> dict[str, Any] | None:
+        best = self.state.best
+        if best is None or best.verdict is None:
+            return None
+        v = best.verdict
+        return {"candidate": best.candidate, "seq": best.seq, "row": best.row, "speedup": v.speedup,
+                "noise_floor": v.noise_floor, "profile": dict(v.profile),
+                "workloads": [{"axes": w.axes, "median_ms": w.median_ms, "reference_ms": w.reference_ms,
+                               "speedup": w.speedup, "sol_pct": w.sol_pct, "timing": w.timing_label}
+                              for w in v.workloads if not w.hidden]}
+
+    def reference_profiles(self) -> tuple[Profile, ...]:
+        if not self.rd.reference.exists():
+            return ()
+        return tuple(Profile.model_validate(p) for p in rundir.read_json(self.rd.reference).get("profiles", []))
+
+    def prescriptions(self) -> tuple[str, ...]:
+        if self._prescriptions is None:
+            p = self.seams.prescriber
+            self._prescriptions = tuple(p(self.task, self.reference_profiles())) if p else ()
+        return self._prescriptions
+
+    def _architect_extra(self) -> dict[str, Any]:
+        gate = self.gate
+        return {"delivery": self.seams.runner.name,
+                "gate": [dataclasses.asdict(r) for r in gate.lines] if gate else [],
+                "measurable": sorted(set().union(*(e.keys() for e in C.gate_envs(
+                    self.state.best.verdict if self.state.best else None)))),
+                "floors": rundir.read_json(self.rd.reference).get("floors", [])
+                if self.rd.reference.exists() else []}
+

@@ -1,0 +1,43 @@
+"""A small but real judge for engine tests: runs the candidate's run() on the task's smoke
+inputs in a fresh worker process (through the given Runner) and compares with the reference.
+
+It is no substitute for forgekernel.judge (no hidden workloads, no integrity checks); it
+exists so the engine can be tested against a judge whose behaviour the tests control.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from forgekernel.delivery import Job
+from forgekernel.records import Status, Verdict, WorkloadResult
+from forgekernel.rundir import content_hash
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def judge(task, candidate_dir: Path, runner) -> Verdict:
+    """Judge ``candidate_dir`` on the smoke workloads; a Verdict whatever happens."""
+    cid = content_hash(candidate_dir)
+    payload = {"task": task.root, "candidate": str(Path(candidate_dir).resolve()),
+               "workloads": [w.axes for w in task.smoke_workloads()]}
+    env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    res = runner.run(Job(module="engine_support.fake_judge_worker", payload=payload,
+                         timeout_s=120, env=env))
+    common = {"candidate": cid, "judge": "fake-judge (tests)", "delivery": runner.name}
+    if not res.ok:
+        return Verdict(status=Status.RUNTIME_ERROR, reason=res.describe_failure(),
+                       feedback=res.describe_failure() + "\n" + res.stderr_tail[-2000:], **common)
+    r = res.result
+    status = Status(r["status"])
+    workloads = tuple(WorkloadResult(**w) for w in r["workloads"])
+    speedup = None
+    if status is Status.PASSED:
+        ups = [w.speedup for w in workloads]
+        speedup = math.exp(sum(math.log(u) for u in ups) / len(ups))
+    return Verdict(status=status, reason=r.get("reason", ""), workloads=workloads,
+                   speedup=speedup, noise_floor=0.05, feedback=r.get("feedback", ""),
+                   profile=r.get("profile", {}), **common)
