@@ -1,7 +1,7 @@
 """Check built-in templates against a task's reference under the Triton interpreter.
 
 Run as a script in a fresh process with TRITON_INTERPRET=1 set (the tests do this):
-``python tests/builtin_template_check.py TASK_DIR TEMPLATE [TEMPLATE ...]``. For every
+``python tests/builtin_template_check.py [--op OP] TASK_DIR TEMPLATE [TEMPLATE ...]``. For every
 template it renders a kernel (default knobs and, with --knobs, the extremes of the space),
 runs it at the task's smoke workloads and at odd shapes, and compares it with the
 reference evaluated on float64 copies of the inputs. Prints one JSON line per check.
@@ -17,6 +17,7 @@ import torch
 
 from forgekernel import templates
 from forgekernel.agents import builtin_ops
+from forgekernel.profile.launches import capture_launches
 from forgekernel.records import Workload
 from forgekernel.task import load_module, load_task, shape_of
 
@@ -67,13 +68,17 @@ def rel_error(got, want) -> float:
     return worst
 
 
-def check(task, module, source: str, tpl, knobs: dict) -> list[dict]:
+def check(task, module, source: str, tpl, knobs: dict, op: str | None = None) -> list[dict]:
     m = builtin_ops.match(task, source)
+    if op is not None:  # the tests' negative control: deliberately the wrong operator
+        m = builtin_ops.OpMatch(op, m.params, m.constants, m.templates)
     cfg = templates.complete(tpl, knobs)
     text = templates.render(cfg, m.op, m.params, m.constants)
     kernel = types.ModuleType("candidate_kernel")
     exec(compile(text, f"<{tpl.name}>", "exec"), kernel.__dict__)
     rows = []
+    smoke = make_inputs(task, module, task.smoke_workloads()[0].axes, seed=0)
+    launches = capture_launches(lambda: kernel.run(*smoke), device="cpu").launches if not knobs else None
     for wl in [*task.smoke_workloads(), *odd_workloads(task)]:
         inputs = make_inputs(task, module, wl.axes, seed=1)
         got = kernel.run(*inputs)
@@ -81,7 +86,8 @@ def check(task, module, source: str, tpl, knobs: dict) -> list[dict]:
         want = module.run(*[t.double() if t.is_floating_point() else t for t in inputs])
         ref_err = rel_error(module.run(*inputs), _tuple(want))
         rows.append({"template": tpl.name, "knobs": cfg.knobs, "axes": wl.axes,
-                     "err": rel_error(got, _tuple(want)), "ref_err": ref_err, "dtype_ok": dtypes_ok})
+                     "err": rel_error(got, _tuple(want)), "ref_err": ref_err, "dtype_ok": dtypes_ok,
+                     "launches": launches})
     return rows
 
 
@@ -106,13 +112,16 @@ def variants(tpl) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
+    op = None
+    if argv[0] == "--op":
+        op, argv = argv[1], argv[2:]
     task = load_task(argv[0])
     source = (__import__("pathlib").Path(task.root) / "reference.py").read_text()
     module = load_module(__import__("pathlib").Path(task.root) / "reference.py")
     for name in argv[1:]:
         tpl = templates.template(name)
         for knobs in variants(tpl):
-            for row in check(task, module, source, tpl, knobs):
+            for row in check(task, module, source, tpl, knobs, op):
                 print(json.dumps(row), flush=True)
 
 

@@ -25,11 +25,16 @@ def _gated_flat(G, U, Y, n, BLOCK_: tl.constexpr):
     tl.store(Y + offs, (act * u).to(Y.dtype.element_ty), mask=mask)
 
 
+def _promote(a, b):
+    """Result dtype of a binary op (no call into torch when the dtypes agree)."""
+    return a if a == b else torch.promote_types(a, b)
+
+
 def swiglu(gate, up):
     """silu(gate) * up element-wise (same shapes), in the inputs' dtype."""
     g = gate.contiguous()
     u = up.contiguous()
-    y = torch.empty(g.shape, dtype=torch.promote_types(gate.dtype, up.dtype), device=g.device)
+    y = torch.empty(g.shape, dtype=_promote(gate.dtype, up.dtype), device=g.device)
     n = g.numel()
     block = min(BLOCK, max(16, triton.next_power_of_2(n)))
     _gated_flat[(triton.cdiv(n, block),)](g, u, y, n, BLOCK_=block, num_warps=NUM_WARPS)

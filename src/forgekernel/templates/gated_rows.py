@@ -30,6 +30,11 @@ def _gated_rows(G, U, Y, M, N, stride_g, stride_u, stride_y,
     tl.store(Y + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
+def _promote(a, b):
+    """Result dtype of a binary op (no call into torch when the dtypes agree)."""
+    return a if a == b else torch.promote_types(a, b)
+
+
 def _rows(t, n):
     t = t.reshape(-1, n)
     return t if t.stride(-1) == 1 else t.contiguous()
@@ -41,7 +46,7 @@ def swiglu(gate, up):
     g = _rows(gate, n)
     u = _rows(up, n)
     m = g.shape[0]
-    y = torch.empty((m, n), dtype=torch.promote_types(gate.dtype, up.dtype), device=g.device)
+    y = torch.empty((m, n), dtype=_promote(gate.dtype, up.dtype), device=g.device)
     block_n = min(BLOCK_N, triton.next_power_of_2(n))
     rows = max(1, min(ROWS, triton.next_power_of_2(m)))
     grid = (triton.cdiv(m, rows), triton.cdiv(n, block_n))

@@ -39,13 +39,18 @@ def _rope_rows(Q, C, S_, Y, R, H, S, stride_c, stride_s, HALF: tl.constexpr,
     tl.store(Y + base + HALF, y2.to(ty), mask=mask)
 
 
+def _promote(a, b):
+    """Result dtype of a binary op (no call into torch when the dtypes agree)."""
+    return a if a == b else torch.promote_types(a, b)
+
+
 def rope(q, cos, sin):
     """q [..., S, H, D] * cos[S, D] + rotate_half(q) * sin[S, D], in q's dtype."""
     s, h, d = q.shape[-3], q.shape[-2], q.shape[-1]
     qc = q.contiguous()
     c = cos if cos.stride(-1) == 1 else cos.contiguous()
     sn = sin if sin.stride(-1) == 1 else sin.contiguous()
-    y = torch.empty(q.shape, dtype=torch.promote_types(q.dtype, cos.dtype), device=q.device)
+    y = torch.empty(q.shape, dtype=_promote(q.dtype, cos.dtype), device=q.device)
     r = qc.numel() // d
     half = d // 2
     rows = max(1, min(ROWS, triton.next_power_of_2(r)))

@@ -49,6 +49,11 @@ def _rownorm_rows(X, R, W, B, Y, RO, stride_x, stride_r, stride_y, stride_ro, M,
     tl.store(Y + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
+def _promote(a, b):
+    """Result dtype of a binary op (no call into torch when the dtypes agree)."""
+    return a if a == b else torch.promote_types(a, b)
+
+
 def _rows(t, n):
     t = t.reshape(-1, n)
     return t if t.stride(-1) == 1 else t.contiguous()
@@ -76,7 +81,7 @@ def _rownorm(x, weight, bias=None, residual=None, center=False, cast_first=True,
 
 def rmsnorm(x, weight):
     """HF LlamaRMSNorm: fp32 normalise, cast to x.dtype, times weight (promoted dtype)."""
-    return _rownorm(x, weight, out_dtype=torch.promote_types(x.dtype, weight.dtype))
+    return _rownorm(x, weight, out_dtype=_promote(x.dtype, weight.dtype))
 
 
 def layernorm(x, weight, bias):
@@ -87,4 +92,4 @@ def layernorm(x, weight, bias):
 def fused_add_rmsnorm(x, residual, weight):
     """h = x + residual (in x.dtype); returns (rmsnorm(h) * weight, h)."""
     return _rownorm(x, weight, residual=residual,
-                    out_dtype=torch.promote_types(x.dtype, weight.dtype))
+                    out_dtype=_promote(x.dtype, weight.dtype))

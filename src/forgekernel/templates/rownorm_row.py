@@ -46,6 +46,11 @@ def _rownorm_row(X, R, W, B, Y, RO, stride_x, stride_r, stride_y, stride_ro, N, 
     tl.store(Y + row * stride_y + cols, y.to(Y.dtype.element_ty), mask=mask)
 
 
+def _promote(a, b):
+    """Result dtype of a binary op (no call into torch when the dtypes agree)."""
+    return a if a == b else torch.promote_types(a, b)
+
+
 def _warps(block_n):
     if NUM_WARPS:
         return NUM_WARPS
@@ -75,7 +80,7 @@ def _rownorm(x, weight, bias=None, residual=None, center=False, cast_first=True,
 
 def rmsnorm(x, weight):
     """HF LlamaRMSNorm: fp32 normalise, cast to x.dtype, times weight (promoted dtype)."""
-    return _rownorm(x, weight, out_dtype=torch.promote_types(x.dtype, weight.dtype))
+    return _rownorm(x, weight, out_dtype=_promote(x.dtype, weight.dtype))
 
 
 def layernorm(x, weight, bias):
@@ -86,4 +91,4 @@ def layernorm(x, weight, bias):
 def fused_add_rmsnorm(x, residual, weight):
     """h = x + residual (in x.dtype); returns (rmsnorm(h) * weight, h)."""
     return _rownorm(x, weight, residual=residual,
-                    out_dtype=torch.promote_types(x.dtype, weight.dtype))
+                    out_dtype=_promote(x.dtype, weight.dtype))

@@ -1,0 +1,181 @@
+"""The built-in architect's rules: structure choice, gates and tuning rows, and re-plans.
+
+Curriculum conventions (what the built-in coder reads from ``DecisionRow.params``):
+
+* ``{"template": NAME, "knobs": {...}}``: a point, judged once (M0 architecture rows);
+* ``{"template": NAME, "space": {KNOB: [values]}}``: a hill-climb over those knobs around
+  the best configuration of NAME so far (tuning rows); ``knobs`` may pin others.
+
+Every row also carries ``"op"`` (the operator the template instantiates) for readers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from forgekernel import templates
+from forgekernel.agents.base import ArchitectContext
+from forgekernel.agents.builtin_ops import OpMatch
+from forgekernel.records import Curriculum, DecisionRow, Gate, Milestone, TaskSpec
+
+TARGET_SOL = {"memory": 75.0, "compute": 60.0}
+"""%SOL a good template reaches, by bound: the basis of predicted speedups."""
+SOL_LINES = {"memory": (50, 70, 80), "compute": (30, 45, 55)}
+"""Mechanism-line %SOL thresholds for M0, M1, M2 on a GPU, by bound."""
+RESTRUCTURE_BELOW = {"memory": 70.0, "compute": 50.0}
+"""A re-plan tries another structure when the best is below this %SOL (or it is unknown)."""
+PAIRS = {"matmul_tiled": (("BLOCK_M", "BLOCK_N"),), "gated_rows": (("BLOCK_N", "ROWS"),)}
+"""Knobs swept together in one tuning row; every other knob gets a row of its own."""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the architect knows about the reference: measured, or from the roofline."""
+
+    gpu: bool
+    bound: str
+    launches: int | None
+    sol_pct: float | None
+    """The reference's lowest %SOL over the GPU workloads (device timings only)."""
+    predicted: float | None
+    """Speedup a good template should reach (geometric mean), when the reference was timed."""
+
+
+def _floor_bound(task: TaskSpec) -> str:
+    from forgekernel.profile import roofline
+    from forgekernel.task import check_reference_module
+
+    module = check_reference_module(task)
+    wls = task.gpu_workloads() or task.workloads
+    votes = []
+    for wl in wls:
+        nbytes = roofline.minimal_bytes(task, wl, roofline.output_specs(task, module, wl))
+        fl = roofline.floor(nbytes, roofline.formula_flops(task, wl), roofline.H200_SHARED,
+                            roofline.main_dtype(task))
+        votes.append(fl.bound)
+    return max(set(votes), key=votes.count)
+
+
+def facts(ctx: ArchitectContext) -> Facts:
+    """Bound, launches, %SOL and predicted speedup from the reference profiles and roofline."""
+    metrics = [p.metrics for p in ctx.profiles]
+    bounds = [m["bound"] for m in metrics if m.get("bound") in ("memory", "compute")]
+    bound = max(set(bounds), key=bounds.count) if bounds else _floor_bound(ctx.task)
+    launches = [int(m["launches"]) for m in metrics if isinstance(m.get("launches"), (int, float))]
+    sols = [float(m["sol_pct"]) for m in metrics if isinstance(m.get("sol_pct"), (int, float))]
+    sols = [s for s in sols if s > 0]
+    gpu = bool(sols) or ctx.extra.get("delivery") in ("local", "ssh", "ray")
+    predicted = None
+    if sols:
+        predicted = math.exp(sum(math.log(TARGET_SOL[bound] / s) for s in sols) / len(sols))
+    return Facts(gpu, bound, max(launches) if launches else None, min(sols) if sols else None,
+                 predicted)
+
+
+def ranked_structures(task: TaskSpec, match: OpMatch) -> list[templates.Template]:
+    """The op's templates, best suited to the task's row lengths first."""
+    wls = task.gpu_workloads() or task.workloads
+    first = next(iter(task.inputs.values()))
+    lengths = [wl.axes[d] if isinstance(d, str) else d
+               for wl in wls for d in first.shape[-1:]]
+
+    def score(tpl: templates.Template) -> float:
+        kind = tpl.name.rsplit("_", 1)[-1]
+        per = {"row": lambda n: 2.0 if 1024 < n <= 32768 else 1.0 if n <= 1024 else 0.0,
+               "multirow": lambda n: 2.5 if n <= 1024 else 1.0 if n <= 4096 else 0.0,
+               "looped": lambda n: 3.0 if n > 32768 else 0.5}.get(kind, lambda n: 1.0)
+        return sum(per(n) for n in lengths)
+
+    order = {t.name: i for i, t in enumerate(match.templates)}
+    return sorted(match.templates, key=lambda t: (-score(t), order[t.name]))
+
+
+def launch_line(match: OpMatch) -> str:
+    return "launches <= 2" if match.op == "cross_entropy" else "launches == 1"
+
+
+def gate(f: Facts, match: OpMatch, stage: int, target: float) -> Gate:
+    """Gate of M0 (stage 0) or of tuning milestone ``stage``; no timing lines on the CPU."""
+    mechanism = [launch_line(match)]
+    performance = ""
+    if f.gpu:
+        mechanism.append(f"sol_pct >= {SOL_LINES[f.bound][min(stage, 2)]}")
+        want = target
+        if stage == 0:
+            guess = 0.5 * f.predicted if f.predicted else (1.0 if f.bound == "memory" else 0.5)
+            want = min(target, max(guess, 0.3))
+        performance = f"speedup >= {round(want, 2)}"
+    return Gate(correct=True, performance=performance, mechanism=tuple(mechanism))
+
+
+def structure_row(row_id: str, tpl: templates.Template, f: Facts, match: OpMatch,
+                  prescriptions: tuple[str, ...] = ()) -> DecisionRow:
+    ref = f"reference: {f.launches} launches" if f.launches else "reference"
+    sol = f", lowest {f.sol_pct:.0f}% SOL" if f.sol_pct is not None else ""
+    lever = f"{tpl.lever}; {ref}{sol}, {f.bound}-bound by the roofline"
+    if prescriptions:
+        lever += f"; kb: {prescriptions[0]}"
+    predict = [launch_line(match)]
+    if f.predicted:
+        predict.insert(0, f"speedup ~{f.predicted:.1f}")
+    return DecisionRow(id=row_id, decision=f"{match.op}: {tpl.structure}", lever=lever,
+                       predict="; ".join(predict),
+                       params={"op": match.op, "template": tpl.name, "knobs": tpl.defaults()})
+
+
+def tuning_rows(prefix: str, tpl: templates.Template, match: OpMatch) -> list[DecisionRow]:
+    """One sweep row per knob (or per knob pair in PAIRS), in the catalog's order."""
+    groups: list[tuple[str, ...]] = list(PAIRS.get(tpl.name, ()))
+    paired = {k for g in groups for k in g}
+    groups += [(k.name,) for k in tpl.knobs if k.name not in paired]
+    groups.sort(key=lambda g: [k.name for k in tpl.knobs].index(g[0]))
+    rows = []
+    for i, group in enumerate(groups, 1):
+        space = {k: list(tpl.knob(k).space) for k in group}
+        rows.append(DecisionRow(
+            id=f"{prefix}.{i}", decision=f"{tpl.name}: sweep {' x '.join(group)} around the best point",
+            lever="launch shape: " + ", ".join(f"{k} in {v}" for k, v in space.items()),
+            predict="speedup up a few % per step until a local optimum",
+            params={"op": match.op, "template": tpl.name, "space": space}))
+    return rows
+
+
+def refine_row(row_id: str, tpl: templates.Template, match: OpMatch) -> DecisionRow:
+    return DecisionRow(id=row_id, decision=f"{tpl.name}: joint hill-climb over every knob",
+                       lever="interactions between knobs the one-at-a-time sweeps missed",
+                       predict="small gains; stops at a local optimum",
+                       params={"op": match.op, "template": tpl.name, "space": tpl.space()})
+
+
+def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
+    """M0: the structure; M1: per-knob sweeps; M2: a joint refinement."""
+    f = facts(ctx)
+    tpl = ranked_structures(ctx.task, match)[0]
+    target = ctx.task.target.speedup
+    m0 = Milestone(id="M0", kind="architecture", title=tpl.structure,
+                   rows=(structure_row("M0.1", tpl, f, match, ctx.prescriptions),),
+                   gate=gate(f, match, 0, target))
+    m1 = Milestone(id="M1", title=f"tune {tpl.name} launch shape",
+                   rows=tuple(tuning_rows("M1", tpl, match)), gate=gate(f, match, 1, target))
+    milestones = [m0, m1]
+    if len(tpl.knobs) > 1:  # with one knob the joint refinement would repeat M1
+        milestones.append(Milestone(id="M2", title=f"refine {tpl.name} jointly",
+                                    rows=(refine_row("M2.1", tpl, match),),
+                                    gate=gate(f, match, 2, target)))
+    why = (f"initial plan: {match.op} via {tpl.name} ({f.bound}-bound"
+           + (f", reference at {f.sol_pct:.0f}% SOL" if f.sol_pct is not None else "")
+           + ("" if f.gpu else ", CPU interpreter: no timing lines in gates") + ")")
+    return Curriculum(version=1, reason=why, milestones=tuple(milestones)), why
+
+
+def best_sol(best: dict[str, Any] | None) -> float | None:
+    """Lowest %SOL over the best verdict's workloads, if the engine passed it."""
+    if not best:
+        return None
+    if isinstance(best.get("sol_pct"), (int, float)):
+        return float(best["sol_pct"])
+    sols = [w.get("sol_pct") for w in best.get("workloads", ()) if isinstance(w, dict)]
+    sols = [float(s) for s in sols if isinstance(s, (int, float))]
+    return min(sols) if sols else None
