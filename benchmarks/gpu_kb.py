@@ -48,7 +48,9 @@ def key_details(probe: str, r: dict) -> str:
         return "; ".join(f"{k}: {_fmt(v['tbs']) + ' TB/s' if v.get('supported') else v.get('reason')}"
                          for k, v in d.items() if isinstance(v, dict))
     if probe in ("rows_multirow", "rows_num_warps"):
-        return "; ".join(f"N={n}: best {x['best']} x{_fmt(x['speedup'])}" for n, x in d["by_n"].items())
+        return "; ".join(
+            f"N={n}: " + ", ".join(f"{k} {_fmt(v['tbs'])}" for k, v in x.items() if isinstance(v, dict))
+            + f" TB/s (best {x['best']}, x{_fmt(x['speedup'])})" for n, x in d["by_n"].items())
     if probe == "rows_persistent":
         return ", ".join(f"{k}: {_fmt(v['tbs'])} TB/s" for k, v in d.items()
                          if isinstance(v, dict)) + f"; best {d['best']}"

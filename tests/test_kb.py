@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from pathlib import Path
@@ -182,3 +183,22 @@ def test_agent_sees_certified_facts_only(tmp_path):
     assert kb.get("sm90.copy_large", kb_dir).prescription.rstrip(".") in lines[0]
     ranked = kb.prescribe(task, kb_dir=kb_dir)
     assert "NVIDIA H200" in ranked[0].floors  # floors now come from the certified entries
+
+
+def test_committed_records_match_committed_probe_runs():
+    runs = {}
+    for path in sorted((REPO / "benchmarks" / "results").glob("kb_sm90_*.json")):
+        run = json.loads(path.read_text())
+        runs[run["date"]] = run
+    for entry in kb.load("sm90"):
+        cert = entry.certification
+        if cert is None:
+            continue
+        run = runs[cert.date]  # every record comes from a committed raw run
+        raw = run["results"][entry.probe]
+        again = evaluate(entry, ProbeResult.model_validate(raw), env(run["device"]).model_copy(
+            update={"date": run["date"], "driver": run["driver"], "versions": run["versions"]}))
+        assert again.passed == cert.passed, entry.id
+        if raw["value"] is not None:
+            assert cert.measured == pytest.approx(raw["value"]), entry.id
+        assert cert.device == run["device"] and cert.versions == run["versions"]
