@@ -38,56 +38,103 @@ _STALE_JOB_S = 24 * 3600
 
 
 class _Hangup(threading.Thread):
-    """Reads the caller's stdin to its end, then kills the worker's process group."""
+    """Reads the caller's stdin to its end; then ends the job and this process.
 
-    def __init__(self, stream) -> None:
+    The caller closes stdin only after this process has ended, so an early end of input
+    means nobody is waiting for the answer (a dropped connection, a caller that gave up).
+    A worker that runs is killed with its group; a job still waiting for the GPU lock is
+    dropped; one between the lock and its spawn is killed as soon as it has a pid.
+    """
+
+    def __init__(self, fd: int) -> None:
         super().__init__(daemon=True)
-        self.stream, self.lock, self.pid, self.gone = stream, threading.Lock(), None, threading.Event()
+        self.fd, self.lock = fd, threading.Lock()
+        self.pid: int | None = None
+        self.spawning, self.gone = False, False
+        self.jobdir: Path | None = None
 
     def run(self) -> None:
-        while self.stream.read1(65536):
+        while os.read(self.fd, 65536):
             pass
-        self.gone.set()
-        self._kill()
+        with self.lock:
+            self.gone = True
+            if self.pid is not None or not self.spawning:
+                self._end()
 
-    def spawned(self, pid: int | None) -> None:
+    def before_spawn(self) -> None:
+        with self.lock:
+            if self.gone:
+                self._end()
+            self.spawning = True
+
+    def spawned(self, pid: int) -> None:
         with self.lock:
             self.pid = pid
-        if self.gone.is_set():
-            self._kill()
+            if self.gone:
+                self._end()
 
-    def _kill(self) -> None:
+    def finished(self) -> None:
         with self.lock:
-            if self.pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.pid, signal.SIGKILL)
+            self.pid, self.spawning, self.jobdir = None, False, None
+
+    def _end(self) -> None:
+        """Called with the lock held: kill the worker group, drop the job dir, exit."""
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        if self.jobdir is not None:
+            shutil.rmtree(self.jobdir, ignore_errors=True)
+        os._exit(EXIT_ABORTED)
 
 
-def local_runner(device: str, gpu: int | None, name: str, on_spawn=None):
-    """This host's runner for ``device`` (``cpu`` or ``gpu``), reporting itself as ``name``."""
+def local_runner(device: str, gpu: int | None, name: str, hangup: _Hangup | None = None):
+    """This host's runner for ``device`` (``cpu`` or ``gpu``), reporting itself as ``name``.
+
+    With ``hangup``, the runner tells it when a worker is about to start (the GPU lock is
+    held) and its pid once started, so a hang-up can end that worker.
+    """
     from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
 
     base = CpuRunner if device == "cpu" else LocalGpuRunner
 
     class Delegated(base):
+        @contextlib.contextmanager
+        def device_lock(self):
+            with super().device_lock():
+                if hangup is not None:
+                    hangup.before_spawn()
+                yield
+
         def on_spawn(self, pid: int) -> None:
-            if on_spawn is not None:
-                on_spawn(pid)
+            if hangup is not None:
+                hangup.spawned(pid)
 
     runner = Delegated() if device == "cpu" else Delegated(gpu=gpu)
     runner.name = name
     return runner
 
 
-def _read_exact(stream, n: int) -> bytes:
-    chunks, left = [], n
-    while left:
-        chunk = stream.read(left)
+def read_request(fd: int) -> tuple[dict[str, Any], bytes]:
+    """Read the request line and then exactly its ``inputs_len`` bytes of inputs from ``fd``.
+
+    Raw reads, no buffered reader: the hang-up watcher keeps reading the same fd.
+    """
+    data = bytearray()
+    while b"\n" not in data:
+        chunk = os.read(fd, 65536)
         if not chunk:
-            raise EOFError("the caller's input ended early")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+            raise EOFError("the caller's input ended before the request line")
+        data += chunk
+    line, rest = bytes(data).split(b"\n", 1)
+    request = json.loads(line)
+    need = int(request["inputs_len"])
+    inputs = bytearray(rest)
+    while len(inputs) < need:
+        chunk = os.read(fd, min(need - len(inputs), 1 << 20))
+        if not chunk:
+            raise EOFError("the caller's input ended inside the job inputs")
+        inputs += chunk
+    return request, bytes(inputs[:need])
 
 
 def _prune(jobs: Path) -> None:
@@ -98,8 +145,8 @@ def _prune(jobs: Path) -> None:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def run_request(request: dict[str, Any], inputs: bytes, hangup: _Hangup) -> dict[str, Any] | None:
-    """Run the requested job in a fresh job dir (removed afterwards); None if aborted."""
+def run_request(request: dict[str, Any], inputs: bytes, hangup: _Hangup) -> dict[str, Any]:
+    """Run the requested job in a fresh job dir (removed afterwards)."""
     from forgekernel.delivery.base import Job
     from forgekernel.delivery.shipping import unpack_inputs
 
@@ -107,32 +154,29 @@ def run_request(request: dict[str, Any], inputs: bytes, hangup: _Hangup) -> dict
     jobs.mkdir(parents=True, exist_ok=True)
     _prune(jobs)
     jobdir = Path(tempfile.mkdtemp(prefix="job-", dir=jobs))
+    hangup.jobdir = jobdir
     try:
         spec = dict(request["job"])
         spec["payload"] = unpack_inputs(spec["payload"], inputs, jobdir)
         spec["cwd"] = str(jobdir)
-        runner = local_runner(request["device"], request.get("gpu"), "ssh", hangup.spawned)
+        runner = local_runner(request["device"], request.get("gpu"), "ssh", hangup)
         result = runner.run(Job(**spec))
     finally:
-        hangup.spawned(None)
+        hangup.finished()
         shutil.rmtree(jobdir, ignore_errors=True)
-    return None if hangup.gone.is_set() else result.model_dump()
+    return result.model_dump()
 
 
 def main() -> int:
     import forgekernel
     from forgekernel.delivery.channel import encode_frame
 
-    stdin = sys.stdin.buffer
-    request = json.loads(stdin.readline())
-    inputs = _read_exact(stdin, int(request["inputs_len"]))
+    request, inputs = read_request(0)
     with contextlib.suppress(OSError):
         os.utime(Path(forgekernel.__file__).resolve().parents[1])  # bundle in use: not stale
-    hangup = _Hangup(stdin)
+    hangup = _Hangup(0)
     hangup.start()
     result = run_request(request, inputs, hangup)
-    if result is None:
-        return EXIT_ABORTED
     body = {"job": result, "judge": forgekernel.__file__, "host": socket.gethostname()}
     try:
         sys.stdout.buffer.write(DELIMITER + encode_frame(body, request["key"]))
