@@ -1,0 +1,235 @@
+"""The built-in agent: curricula for every example task, re-plans, and the coder's search."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forgekernel import curriculum, templates
+from forgekernel.agents import backend_module
+from forgekernel.agents.base import AgentError, ArchitectContext, AttemptNote, CoderContext
+from forgekernel.agents.builtin import make_architect, make_coder
+from forgekernel.config import load_settings
+from forgekernel.records import Profile
+from forgekernel.task import load_task
+
+REPO = Path(__file__).resolve().parents[1]
+TASKS = ("rmsnorm", "fused_add_rmsnorm", "layernorm", "softmax", "swiglu", "cross_entropy",
+         "rope", "matmul")
+
+
+def _task(name: str):
+    task = load_task(REPO / "tasks" / name)
+    return task, (REPO / "tasks" / name / "reference.py").read_text()
+
+
+def _plan(name: str, **kw):
+    task, src = _task(name)
+    return make_architect(load_settings({})).plan(ArchitectContext(task=task, reference_source=src, **kw))
+
+
+def _rows(cur):
+    return [r for m in cur.milestones for r in m.rows]
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_initial_plan_is_valid_and_round_trips(name):
+    res = _plan(name)
+    cur = res.curriculum
+    assert curriculum.check(cur) == []
+    assert curriculum.loads(curriculum.dumps(cur)) == cur
+    m0 = cur.milestones[0]
+    assert m0.kind == "architecture" and len(m0.rows) == 1
+    tpl = templates.template(m0.rows[0].params["template"])
+    assert m0.rows[0].params["knobs"] == tpl.defaults()
+    assert all(m.kind == "tuning" and m.rows for m in cur.milestones[1:])
+    assert all(templates.template(r.params["template"]).name == tpl.name for r in _rows(cur))
+    launch = "launches <= 2" if name == "cross_entropy" else "launches == 1"
+    assert launch in m0.gate.mechanism and m0.gate.performance == ""  # CPU: no timing line
+    assert res.cost.agent == "builtin" and res.notes == cur.reason
+
+
+def test_structure_follows_row_length():
+    task, src = _task("rmsnorm")
+    short = task.model_copy(update={"workloads": tuple(
+        w.model_copy(update={"axes": {"M": 65536, "N": 512}}) for w in task.workloads)})
+    long = task.model_copy(update={"workloads": tuple(
+        w.model_copy(update={"axes": {"M": 64, "N": 131072}}) for w in task.workloads)})
+    pick = {}
+    for label, t in (("default", task), ("short", short), ("long", long)):
+        cur = make_architect().plan(ArchitectContext(task=t, reference_source=src)).curriculum
+        pick[label] = cur.milestones[0].rows[0].params["template"]
+    assert pick == {"default": "rownorm_row", "short": "rownorm_multirow", "long": "rownorm_looped"}
+
+
+def _gpu_profiles(name: str, sol: float, launches: int, bound: str = "memory"):
+    task, _ = _task(name)
+    return tuple(Profile(axes=w.axes, metrics={"sol_pct": sol, "launches": launches, "bound": bound})
+                 for w in task.gpu_workloads())
+
+
+def test_gpu_profile_sets_performance_and_sol_lines():
+    cur = _plan("rmsnorm", profiles=_gpu_profiles("rmsnorm", 7.5, 9)).curriculum
+    m0, m1 = cur.milestones[:2]
+    # predicted 75 / 7.5 = 10x; the M0 line is half of that, capped at the task's target 1.2
+    assert m0.gate.performance == "speedup >= 1.2"
+    assert "sol_pct >= 50" in m0.gate.mechanism and "sol_pct >= 70" in m1.gate.mechanism
+    assert "9 launches" in m0.rows[0].lever and "speedup ~10.0" in m0.rows[0].predict
+    mm = _plan("matmul", profiles=_gpu_profiles("matmul", 90.0, 1, "compute")).curriculum
+    assert mm.milestones[0].gate.performance == "speedup >= 0.33"  # 0.5 * 60 / 90
+    assert "sol_pct >= 30" in mm.milestones[0].gate.mechanism
+
+
+def _note(seq: int, row: str, cfg: templates.Config, speedup: float | None, status="PASSED"):
+    return AttemptNote(seq=seq, row=row, status=status, speedup=speedup, summary=cfg.key())
+
+
+def test_replan_after_stall_reopens_m0_with_another_structure():
+    first = _plan("rmsnorm").curriculum
+    tpl = templates.template("rownorm_row")
+    history = (_note(1, "M0.1", templates.complete(tpl), 1.5),
+               _note(2, "M1.1", templates.complete(tpl, {"NUM_WARPS": 4}), 1.4))
+    task, src = _task("rmsnorm")
+    res = make_architect().plan(ArchitectContext(task=task, reference_source=src, current=first,
+                                                 reason="stall: 6 attempts without a new best",
+                                                 history=history))
+    cur = res.curriculum
+    assert curriculum.check(cur) == [] and cur != first and cur.version == 2
+    m0 = cur.milestones[0]
+    assert m0.status == "open" and not m0.frozen and m0.rows[-1].status == "open"
+    new = m0.rows[-1].params["template"]
+    assert new in ("rownorm_multirow", "rownorm_looped")
+    assert "re-opened M0" in cur.reason and "stall" in cur.reason
+    assert cur.milestones[-1].rows[0].params["template"] == new
+
+
+def test_replan_with_high_sol_keeps_structure_and_drops_stalled_row():
+    first = _plan("rmsnorm", profiles=_gpu_profiles("rmsnorm", 7.5, 9)).curriculum
+    tpl = templates.template("rownorm_row")
+    history = (_note(1, "M0.1", templates.complete(tpl), 10.0),)
+    task, src = _task("rmsnorm")
+    ctx = ArchitectContext(task=task, reference_source=src, current=first, reason="stall",
+                           history=history, best={"speedup": 10.0, "sol_pct": 92.0},
+                           profiles=_gpu_profiles("rmsnorm", 7.5, 9))
+    cur = make_architect().plan(ctx).curriculum
+    assert len(cur.milestones[0].rows) == 1  # no new structure at 92% SOL
+    # M0.1 was judged (exhausted); M1.1 is the stalled row; at 92% SOL the run may end
+    assert "dropped exhausted rows M0.1" in cur.reason and "dropped stalled row M1.1" in cur.reason
+    assert curriculum.check(cur) == []
+
+
+def test_replan_when_everything_is_exhausted_says_so():
+    task, src = _task("rope")
+    cur = _plan("rope").curriculum
+    tpl = templates.template("rope_rows")
+    history = []
+    for rows in tpl.knob("ROWS").space:
+        for warps in tpl.knob("NUM_WARPS").space:
+            cfg = templates.complete(tpl, {"ROWS": rows, "NUM_WARPS": warps})
+            history.append(_note(len(history), "M1.1", cfg, 1.0 + rows / 1000 - warps / 1000))
+    ctx = ArchitectContext(task=task, reference_source=src, current=cur, reason="rows exhausted",
+                           history=tuple(history))
+    new = make_architect().plan(ctx).curriculum
+    assert "nothing left to try" in new.reason
+    assert not any(r.status == "open" for r in _rows(new))
+    assert all(m.status != "open" for m in new.milestones)
+    assert curriculum.check(new) == []
+
+
+def test_unknown_family_or_semantics_needs_an_llm_agent():
+    task, src = _task("rmsnorm")
+    for bad in (task.model_copy(update={"family": "other"}),
+                task.model_copy(update={"name": "weirdnorm"})):
+        with pytest.raises(AgentError, match="use an LLM agent: --agent claude-code"):
+            make_architect().plan(ArchitectContext(task=bad, reference_source=src))
+    cur = _plan("rmsnorm").curriculum
+    ctx = _coder_ctx(task.model_copy(update={"family": "other"}), src, cur, cur.milestones[0], (),
+                     Path("/nonexistent"))
+    with pytest.raises(AgentError, match="no template for family 'other'"):
+        make_coder().implement(ctx)
+
+
+def _coder_ctx(task, src, cur, milestone, history, workspace, row=None):
+    return CoderContext(task=task, reference_source=src, workspace=workspace, curriculum=cur,
+                        milestone=milestone, row=row or milestone.rows[0], history=tuple(history))
+
+
+def test_coder_climbs_never_repeats_and_exhausts(tmp_path):
+    """On a made-up speed landscape the coder walks each sweep row to its optimum."""
+    task, src = _task("matmul")
+    cur = _plan("matmul").curriculum
+    peak = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_STAGES": 4, "GROUP_M": 8}
+
+    def speed(k):
+        return 2.0 - sum(abs(k[n] - v) / v for n, v in peak.items())
+
+    coder, history, seen = make_coder(), [], set()
+    for m in cur.milestones:
+        for row in m.rows:
+            for _ in range(40):
+                res = coder.implement(_coder_ctx(task, src, cur, m, history, tmp_path, row))
+                if res.error:
+                    assert res.error == "exhausted"
+                    break
+                cfg = templates.Config.parse(res.summary)
+                assert cfg is not None and cfg.key() == res.summary and res.summary not in seen
+                assert f"BLOCK_M = {cfg.knobs['BLOCK_M']}\n" in (tmp_path / "kernel.py").read_text()
+                seen.add(res.summary)
+                history.append(_note(len(history), row.id, cfg, speed(cfg.knobs)))
+            else:
+                pytest.fail(f"row {row.id} never exhausted")
+    best = max(history, key=lambda n: n.speedup)
+    assert {k: v for k, v in json.loads(best.summary)["knobs"].items() if k in peak} == peak
+    assert len(history) < 40
+
+
+def test_coder_stops_at_a_failed_value():
+    """A compile error above the centre ends that direction (larger values are not tried)."""
+    task, src = _task("rmsnorm")
+    tpl = templates.template("rownorm_looped")
+    params = {"template": tpl.name, "space": {"BLOCK_N": list(tpl.knob("BLOCK_N").space)}}
+    from forgekernel.agents import builtin_search as search
+
+    history = [_note(1, "r", templates.complete(tpl), 2.0),
+               _note(2, "r", templates.complete(tpl, {"BLOCK_N": 8192}), None, "COMPILE_ERROR"),
+               _note(3, "r", templates.complete(tpl, {"BLOCK_N": 2048}), 1.5)]
+    assert search.next_config(params, history) is None
+    assert search.next_config(params, history[:2]).knobs["BLOCK_N"] == 2048
+
+
+def test_coder_kernel_runs_under_the_interpreter(tmp_path):
+    task, src = _task("rmsnorm")
+    cur = _plan("rmsnorm").curriculum
+    res = make_coder().implement(_coder_ctx(task, src, cur, cur.milestones[0], (), tmp_path))
+    assert res.error == "" and (tmp_path / "kernel.py").is_file()
+    script = (
+        "import sys, torch; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])\n"
+        "import kernel, reference\n"
+        "x = torch.randn(5, 300, dtype=torch.bfloat16); w = torch.randn(300, dtype=torch.bfloat16)\n"
+        "want = reference.run(x.double(), w.double())\n"
+        "err = ((kernel.run(x, w).double() - want).abs().max() / want.abs().max()).item()\n"
+        "assert err < 2e-2, err\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(REPO / "tasks" / "rmsnorm")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_registry_and_bad_params():
+    mod = backend_module("builtin")
+    assert mod.make_coder(load_settings({})).name == "builtin"
+    assert mod.make_architect(load_settings({})).name == "builtin"
+    task, src = _task("softmax")
+    cur = _plan("softmax").curriculum
+    m0 = cur.milestones[0]
+    bad = m0.rows[0].model_copy(update={"params": {"template": "rownorm_row"}})
+    with pytest.raises(AgentError, match="does not implement softmax"):
+        make_coder().implement(_coder_ctx(task, src, cur, m0, (), Path("/nonexistent"), bad))
+    bad = m0.rows[0].model_copy(update={"params": {"template": "softmax_row", "space": {"NOPE": [1]}}})
+    with pytest.raises(AgentError, match="no knob NOPE"):
+        make_coder().implement(_coder_ctx(task, src, cur, m0, (), Path("/nonexistent"), bad))
