@@ -276,3 +276,13 @@ def test_check_command_timeout_kills_it(tmp_path):
                       check_timeout_s=1)
     out = box.call("run_check", {})
     assert out.is_error and "timed out after 1 s" in out.text and "start" in out.text
+
+
+def test_openai_compatible_server_model_is_discovered(tmp_path):
+    ws = workspace(tmp_path)
+    with FakeOpenAI([{"tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}]) as srv:
+        coder = openai_api.make_coder(settings(openai_base_url=srv.url + "/v1"), sleep=lambda s: None)
+        res = coder.implement(coder_ctx(ws))
+    assert srv.paths()[0] == "GET /v1/models"
+    assert srv.scripted()[0].body["model"] == "fake" == res.cost.model
+    assert "max_tokens" in srv.scripted()[0].body and "stream" not in srv.scripted()[0].body

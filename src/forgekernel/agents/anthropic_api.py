@@ -77,6 +77,9 @@ class AnthropicChat:
     def add_user(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
 
+    def close(self) -> None:
+        self.client.close()
+
 
 def _message(exc: Any) -> str:
     body = getattr(exc, "body", None)
@@ -109,9 +112,13 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     limits = limits_from(kw)
     if kw:
         raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
-    client = anthropic.Anthropic(api_key=api_key, auth_token=token, base_url=base_url,
-                                 max_retries=0, timeout=limits.timeout_s)
-    return (lambda: AnthropicChat(client, anthropic, model, limits, stream)), limits
+
+    def new_chat() -> AnthropicChat:
+        client = anthropic.Anthropic(api_key=api_key, auth_token=token, base_url=base_url,
+                                     max_retries=0, timeout=limits.timeout_s)
+        return AnthropicChat(client, anthropic, model, limits, stream)
+
+    return new_chat, limits
 
 
 def make_coder(settings: Any, **kw: Any) -> LoopCoder:

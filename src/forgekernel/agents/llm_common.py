@@ -181,6 +181,8 @@ class Chat(Protocol):
 
     def add_user(self, text: str) -> None: ...
 
+    def close(self) -> None: ...
+
 
 @dataclass
 class Tally:
@@ -267,6 +269,8 @@ class LoopCoder:
             return CoderResult(summary="", cost=tally.cost(self.name, chat.model), error=str(exc))
         except AgentError as exc:
             raise with_cost(exc, tally.cost(self.name, chat.model)) from None
+        finally:
+            chat.close()
         cost = tally.cost(self.name, chat.model)
         summary = out.summary or ("(no summary)" if out.finished else "(did not call finish)")
         return CoderResult(summary="; ".join([summary, *tally.notes]), cost=cost)
@@ -316,6 +320,8 @@ class LoopArchitect:
                             tally.cost(self.name, chat.model)) from None
         except AgentError as exc:
             raise with_cost(exc, tally.cost(self.name, chat.model)) from None
+        finally:
+            chat.close()
         cost = tally.cost(self.name, chat.model)
         if "curriculum" not in found:
             raise with_cost(AgentError(

@@ -3,8 +3,11 @@
 Works with OpenAI and with OpenAI-compatible servers (vLLM, SGLang, Ollama, ...) through
 ``OPENAI_BASE_URL`` / ``Settings.openai_base_url``. Credentials: ``OPENAI_API_KEY`` through
 :func:`forgekernel.config.secret`; a custom base URL may run without one (local servers).
-Streams by default, with tool-call argument deltas assembled here and usage taken from the
-final chunk (``stream_options.include_usage``).
+Without ``--model``, a custom server's model is the one it lists at ``GET /models``.
+Streams against api.openai.com (tool-call argument deltas assembled here, usage from the
+final chunk via ``stream_options.include_usage``); against other servers it asks for whole
+responses unless ``stream=True`` is given, since not every compatible server streams tool
+calls or accepts ``stream_options``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from forgekernel.agents.tools import Tool, ToolOutcome
 NAME = "openai"
 DEFAULT_MODEL = "gpt-4.1"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+FALLBACK_MODEL = "default"
+"""Model name sent to a compatible server that lists no model (it picks its own)."""
 
 
 class OpenAIChat:
@@ -81,6 +86,9 @@ class OpenAIChat:
     def add_user(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
 
+    def close(self) -> None:
+        self.client.close()
+
 
 def _assemble(stream: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], str]:
     """Text, tool calls (by index), usage and finish reason from streamed chunks."""
@@ -94,8 +102,9 @@ def _assemble(stream: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], 
             delta = choice.delta
             if delta.content:
                 text.append(delta.content)
-            for tc in delta.tool_calls or ():
-                slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+            for n, tc in enumerate(delta.tool_calls or ()):
+                index = tc.index if isinstance(tc.index, int) else n
+                slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
                 slot["id"] = tc.id or slot["id"]
                 if tc.function is not None:
                     slot["name"] += tc.function.name or ""
@@ -150,19 +159,38 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     if not api_key and not base_url:
         raise AgentError(f"--agent {NAME} needs OPENAI_API_KEY (not set), or OPENAI_BASE_URL "
                          "for a local OpenAI-compatible server; see forge doctor")
-    model = kw.pop("model", None) or settings.model or (None if base_url else DEFAULT_MODEL)
-    if model is None:
-        raise AgentError(f"--agent {NAME} with OPENAI_BASE_URL={base_url} needs a model name "
-                         "(--model or FK_MODEL)")
-    stream = kw.pop("stream", True)
+    url = base_url or DEFAULT_BASE_URL
+    official = "api.openai.com" in url
+    stream = kw.pop("stream", official)
+    model = kw.pop("model", None) or settings.model
     limits = limits_from(kw)
     if kw:
         raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
-    client = openai.OpenAI(api_key=api_key or "no-key", base_url=base_url or DEFAULT_BASE_URL,
-                           max_retries=0, timeout=limits.timeout_s)
+
+    def client() -> Any:
+        return openai.OpenAI(api_key=api_key or "no-key", base_url=url, max_retries=0,
+                             timeout=limits.timeout_s)
+
+    if not model:
+        with client() as c:
+            model = DEFAULT_MODEL if official else served_model(c, openai, url)
     # api.openai.com's newer models take max_completion_tokens; compatible servers max_tokens.
-    key = "max_completion_tokens" if "api.openai.com" in (base_url or DEFAULT_BASE_URL) else "max_tokens"
-    return (lambda: OpenAIChat(client, openai, model, limits, stream, key)), limits
+    key = "max_completion_tokens" if official else "max_tokens"
+    return (lambda: OpenAIChat(client(), openai, model, limits, stream, key)), limits
+
+
+def served_model(client: Any, sdk: Any, url: str) -> str:
+    """The model a local server serves, when it serves exactly one (GET /models)."""
+    try:
+        ids = [m.id for m in client.models.list()]
+    except (sdk.APIError, ValueError, TypeError):
+        return FALLBACK_MODEL  # a server without /models: it answers whatever model it has
+    if len(ids) == 1:
+        return ids[0]
+    if not ids:
+        return FALLBACK_MODEL
+    raise AgentError(f"--agent {NAME}: {url} serves {len(ids)} models ({', '.join(ids[:8])}); "
+                     "pick one with --model or FK_MODEL")
 
 
 def make_coder(settings: Any, **kw: Any) -> LoopCoder:
