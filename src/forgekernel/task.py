@@ -7,6 +7,7 @@ A task dir holds ``task.toml`` and ``reference.py``. Every problem is reported a
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import tomllib
 import typing
@@ -66,8 +67,8 @@ def parse_task(raw: dict[str, Any], toml_path: Path) -> TaskSpec:
     if not isinstance(workloads, list):
         raise TaskError(f"{where}: workload must be an array of tables, one [[workload]] per shape")
     data["workloads"] = [_workload(w, i, where) for i, w in enumerate(workloads)]
-    try:
-        task = TaskSpec.model_validate(data)
+    try:  # strict, as JSON: TOML's types must match ("90" or true is not a number)
+        task = TaskSpec.model_validate_json(json.dumps(data, default=str), strict=True)
     except ValidationError as exc:
         raise TaskError(f"{where}: {_describe(exc, data)}") from None
     _cross_check(task, where)
@@ -102,6 +103,10 @@ def _describe(exc: ValidationError, data: dict[str, Any]) -> str:
         return f"{key} = {got!r} is not allowed; {msg.replace('Input should be', 'use')}"
     if kind == "missing":
         return f"missing required key '{key}'"
+    if "shape" in loc[:-1] and isinstance(loc[loc.index("shape") + 1], int):
+        at = ".".join(str(p) for p in loc[:loc.index("shape") + 1])
+        return (f"{at}[{loc[loc.index('shape') + 1]}] = {got!r}: shape entries are axis names "
+                "(strings) or fixed sizes (integers)")
     if kind in ("tuple_type", "list_type"):
         return f"{key} must be a list (TOML array) (got {got!r})"
     if kind in ("model_type", "dict_type"):
