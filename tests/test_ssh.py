@@ -43,7 +43,7 @@ def test_echo_round_trip_ships_the_judge_and_cleans_up(runner):
     res = runner.run(_job("echo", value=11))
     assert res.ok, res.describe_failure() + res.stderr_tail
     assert res.result["echo"]["value"] == 11
-    assert res.result["delivery"] == "ssh"
+    assert res.result["delivery"] == "cpu"  # the worker runs under the interpreter, as on cpu
     assert res.result["interpret"] == "1"
     work = Path(runner.remote["workdir"])
     bundle = work / "judge" / runner.remote["bundle"]
@@ -77,6 +77,7 @@ def test_pack_and_unpack_inputs_round_trip(tmp_path):
     assert Path(out["task"], "reference.py").read_text() == "x = 1\n"
     assert not Path(out["task"], "__pycache__").exists()
     assert Path(out["rows"][0]).read_text() == "x = 1\n" and out["rows"][1] == 3
+    assert Path(out["rows"][0]).parent == Path(out["task"])  # inside the dir's copy, not apart
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,7 @@ def test_answer_is_one_frame_signed_with_the_callers_key(tmp_path):
     body, problem = verify_frames(frame, "k" * 64)
     assert problem == ""
     res = JobResult(**body["job"])
-    assert res.ok and res.result["echo"]["value"] == 4 and res.result["delivery"] == "ssh"
+    assert res.ok and res.result["echo"]["value"] == 4 and res.result["delivery"] == "cpu"
     assert verify_frames(frame, "x" * 64)[1] == "frame signature does not match"
     assert list((tmp_path / "jobs").iterdir()) == []
 
@@ -104,3 +104,13 @@ def test_hangup_while_waiting_for_the_gpu_lock_ends_at_once(tmp_path):
         proc.stderr.close()
     assert list((tmp_path / "jobs").iterdir()) == []
     os.unlink(lock)
+
+
+def test_on_a_gpu_the_worker_is_told_ssh_and_its_gpu(tmp_path):
+    proc = _launch(tmp_path, {"act": "echo"}, device="gpu")
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        stream.close()
+    res = JobResult(**verify_frames(out.split(DELIMITER)[1], "k" * 64)[0]["job"])
+    assert res.result["delivery"] == "ssh" and res.result["interpret"] == "0"

@@ -47,7 +47,9 @@ def ray_job(spec: dict[str, Any], inputs: bytes, device: str) -> dict[str, Any]:
     gpu = int(gpu_ids[0]) if gpu_ids and gpu_ids[0].isdigit() else None
     jobdir = Path(tempfile.mkdtemp(prefix="forgekernel-ray-"))
     try:
-        spec = {**spec, "payload": unpack_inputs(spec["payload"], inputs, jobdir), "cwd": str(jobdir)}
+        (jobdir / "cwd").mkdir()
+        spec = {**spec, "payload": unpack_inputs(spec["payload"], inputs, jobdir),
+                "cwd": str(jobdir / "cwd")}
         started = time.time()
         result = local_runner(device, gpu, "ray").run(Job(**spec))
         ended = time.time()

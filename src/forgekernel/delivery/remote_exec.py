@@ -88,7 +88,7 @@ class _Hangup(threading.Thread):
 
 
 def local_runner(device: str, gpu: int | None, name: str, hangup: _Hangup | None = None):
-    """This host's runner for ``device`` (``cpu`` or ``gpu``), reporting itself as ``name``.
+    """This host's runner for ``device`` (``cpu`` or ``gpu``); on a GPU it reports ``name``.
 
     With ``hangup``, the runner tells it when a worker is about to start (the GPU lock is
     held) and its pid once started, so a hang-up can end that worker.
@@ -110,7 +110,9 @@ def local_runner(device: str, gpu: int | None, name: str, hangup: _Hangup | None
                 hangup.spawned(pid)
 
     runner = Delegated() if device == "cpu" else Delegated(gpu=gpu)
-    runner.name = name
+    # Under the interpreter the worker is told 'cpu', as on the cpu delivery: workers key
+    # interpreter behaviour (tolerances, device) on it. On a GPU it is told where it runs.
+    runner.name = "cpu" if device == "cpu" else name
     return runner
 
 
@@ -158,7 +160,8 @@ def run_request(request: dict[str, Any], inputs: bytes, hangup: _Hangup) -> dict
     try:
         spec = dict(request["job"])
         spec["payload"] = unpack_inputs(spec["payload"], inputs, jobdir)
-        spec["cwd"] = str(jobdir)
+        spec["cwd"] = str(jobdir / "cwd")  # empty: nothing there shadows the worker's imports
+        (jobdir / "cwd").mkdir()
         runner = local_runner(request["device"], request.get("gpu"), "ssh", hangup)
         result = runner.run(Job(**spec))
     finally:

@@ -61,30 +61,58 @@ def _is_input(value: str) -> bool:
     return os.path.isabs(value) and os.path.exists(value) and value != os.sep
 
 
+def _collect(value: Any, found: list[str]) -> None:
+    if isinstance(value, str) and _is_input(value):
+        found.append(os.path.normpath(value))
+    elif isinstance(value, dict):
+        for v in value.values():
+            _collect(v, found)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _collect(v, found)
+
+
+def _layout(paths: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(path -> its name in the tar, for every path) and (the top-level ones -> name).
+
+    A path inside another shipped directory is not shipped twice: it points into that
+    directory's copy, so a kernel keeps its siblings.
+    """
+    tops: dict[str, str] = {}
+    for path in sorted(set(paths), key=lambda p: (p.count(os.sep), p)):
+        if not any(path.startswith(top + os.sep) for top in tops if os.path.isdir(top)):
+            tops[path] = f"inputs/{len(tops)}/{Path(path).name}"
+    names = {}
+    for path in set(paths):
+        top = next(t for t in tops if path == t or path.startswith(t + os.sep))
+        rel = os.path.relpath(path, top)
+        names[path] = tops[top] if rel == "." else f"{tops[top]}/{Path(rel).as_posix()}"
+    return names, tops
+
+
 def pack_inputs(payload: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """Rewrite the payload's absolute paths to placeholders; return it with their tar."""
-    found: dict[str, str] = {}
+    found: list[str] = []
+    _collect(payload, found)
+    if not found:
+        return payload, b""
+    names, tops = _layout(found)
 
     def walk(value: Any) -> Any:
         if isinstance(value, str) and _is_input(value):
-            if value not in found:
-                found[value] = f"inputs/{len(found)}/{Path(value).name}"
-            return f"{PLACEHOLDER}/{found[value]}"
+            return f"{PLACEHOLDER}/{names[os.path.normpath(value)]}"
         if isinstance(value, dict):
             return {k: walk(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [walk(v) for v in value]
         return value
 
-    shipped = walk(payload)
-    if not found:
-        return shipped, b""
     buf = io.BytesIO()
     total = [0]
     with tarfile.open(fileobj=buf, mode="w:gz", dereference=True) as tar:
-        for local, rel in found.items():
+        for local, rel in tops.items():
             tar.add(local, arcname=rel, filter=_budget(total, local))
-    return shipped, buf.getvalue()
+    return walk(payload), buf.getvalue()
 
 
 def _budget(total: list[int], origin: str):
