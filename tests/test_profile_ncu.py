@@ -59,6 +59,13 @@ def test_number_parsing():
     assert ncu.parse_number("1,234.5") == pytest.approx(1234.5)
     assert ncu.parse_number("2", "msecond") == pytest.approx(2e-3)
     assert ncu.parse_number("3", "Gbyte/second") == pytest.approx(3e9)
+    assert ncu.parse_number("196,192", "nsecond") == pytest.approx(196192e-9)
+    assert ncu.parse_number("5", "ns") == pytest.approx(5e-9)
+    assert ncu.parse_number("5", "usecond") == pytest.approx(5e-6)
+    assert ncu.parse_number("7", "Kbyte") == pytest.approx(7e3)
+    assert ncu.parse_number("7", "MB") == pytest.approx(7e6)
+    assert ncu.parse_number("9", "byte/second") == pytest.approx(9.0)
+    assert ncu.parse_number("9", "register/thread") == pytest.approx(9.0)
     assert ncu.parse_number("n/a") is None
     assert ncu.parse_number("Shared") == "Shared"
 
@@ -69,6 +76,8 @@ def test_select_metrics_drops_unknown_names():
     assert "gpu__time_duration.sum" in keep and "dram__bytes.sum" in keep
     assert "launch__registers_per_thread" in keep  # launch stats are always there
     assert "lts__t_sector_hit_rate.pct" in drop
+    assert "sm__maximum_warps_per_active_cycle_pct" in keep  # derived: never listed
+    assert "sm__maximum_warps_per_active_cycle_pct" in ncu.select_metrics(known, strict=True)[1]
     assert ncu.select_metrics(None) == (list(ncu.WANTED), [])
 
 

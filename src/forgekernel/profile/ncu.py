@@ -91,15 +91,26 @@ def parse_number(text: str, unit: str = "") -> float | str | None:
     return value * unit_scale(unit)
 
 
+_TIME_UNIT = re.compile(r"^(n|u|m|)(s|sec|second)$")
+_BYTE_UNIT = re.compile(r"^([kKMGT]?)(B|byte)(/s|/sec|/second|/block)?$")
+
+
 def unit_scale(unit: str) -> float:
-    """Factor to base units (second, byte, byte/second, ...); unknown units stay 1."""
+    """Factor to base units (second, byte, byte/second, ...); unknown units stay 1.
+
+    Both ncu spellings are understood: 'nsecond'/'ns', 'usecond'/'us', 'Kbyte'/'KB', ...
+    (ncu's K, M, G are powers of 1000).
+    """
     u = unit.strip()
-    for base in ("second", "byte"):
-        if base in u:
-            prefix = u.split(base, 1)[0]
-            if prefix in ("", "n", "u", "m", "K", "k", "M", "G", "T"):
-                return _SCALE[prefix]
+    if m := _TIME_UNIT.match(u):
+        return _SCALE[m.group(1)]
+    if m := _BYTE_UNIT.match(u):
+        return _SCALE[m.group(1)]
     return 1.0
+
+
+_DEFAULT_UNITS = {DURATION: "nsecond"}
+"""Base units assumed when the CSV has no units row (``--print-units base``)."""
 
 
 def parse_csv(text: str) -> tuple[list[NcuKernel], list[str]]:
@@ -113,7 +124,7 @@ def parse_csv(text: str) -> tuple[list[NcuKernel], list[str]]:
         return [], notes
     header = table[start]
     body = table[start + 1:]
-    units = [""] * len(header)
+    units = [_DEFAULT_UNITS.get(h, "") for h in header]
     if body and _is_units_row(body[0], header):
         units, body = body[0], body[1:]
     name_col = header.index("Kernel Name")
@@ -252,13 +263,22 @@ def parse_query_metrics(text: str) -> set[str]:
     return names
 
 
-def select_metrics(known: set[str] | None) -> tuple[list[str], list[str]]:
-    """(metrics to request, metrics dropped as unknown to this ncu)."""
+UNLISTED = frozenset({"sm__maximum_warps_per_active_cycle_pct"})
+"""Derived metrics (the Occupancy section's) that ``--query-metrics`` does not list."""
+
+
+def select_metrics(known: set[str] | None, *, strict: bool = False) -> tuple[list[str], list[str]]:
+    """(metrics to request, metrics dropped as unknown to this ncu).
+
+    ``strict`` also drops the unlisted derived metrics (the retry after a failed run).
+    """
     if known is None:
         return list(WANTED), []
     keep, drop = [], []
     for m in WANTED:
-        (keep if m.startswith("launch__") or m.split(".", 1)[0] in known else drop).append(m)
+        listed = m.startswith("launch__") or m.split(".", 1)[0] in known
+        ok = listed or (m in UNLISTED and not strict)
+        (keep if ok else drop).append(m)
     return keep, drop
 
 
@@ -283,9 +303,14 @@ def run_ncu(ncu: str, spec_file: Path, log_file: Path, *, kernel_regex: str | No
     If the NVTX range matched nothing, retry once without it, profiling the first
     ``launches`` kernels (those of the first warm-up call), and say so in the notes.
     """
-    metrics, dropped = select_metrics(available_metrics(ncu))
-    notes = [f"ncu: metrics unknown to this ncu dropped: {', '.join(dropped)}"] if dropped else []
+    known = available_metrics(ncu)
+    metrics, dropped = select_metrics(known)
     res = _run_once(ncu, metrics, spec_file, log_file, kernel_regex, timeout_s, env, 64, True)
+    if not res.kernels and known is not None and any(m in UNLISTED for m in metrics):
+        metrics, dropped = select_metrics(known, strict=True)
+        res = _run_once(ncu, metrics, spec_file, log_file.with_suffix(".strict.csv"),
+                        kernel_regex, timeout_s, env, 64, True)
+    notes = [f"ncu: metrics unknown to this ncu dropped: {', '.join(dropped)}"] if dropped else []
     if not res.kernels and launches:
         retry = _run_once(ncu, metrics, spec_file, log_file.with_suffix(".nonvtx.csv"),
                           kernel_regex, timeout_s, env, launches, False)
