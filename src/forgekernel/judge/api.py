@@ -1,0 +1,126 @@
+"""``judge(task, candidate, runner) -> Verdict``: the parent side of a judgement.
+
+1. stage the candidate into a judge-owned temporary directory and hash it;
+2. check its sources statically (syntax -> COMPILE_ERROR, policy -> REJECTED);
+3. run ``python -m forgekernel.judge.worker`` through the runner in a fresh process (cwd an
+   empty judge-owned directory, so nothing of the candidate shadows the judge's imports);
+4. turn what came back (a signed result, or a timeout, a signal, an exit, a flood, a
+   tampered channel) into a :class:`~forgekernel.records.Verdict` with feedback.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from forgekernel import __version__
+from forgekernel.delivery.base import Job, JobResult, Runner
+from forgekernel.errors import ForgeError
+from forgekernel.judge import candidate as cand
+from forgekernel.judge import feedback, policy
+from forgekernel.judge.options import JudgeOptions
+from forgekernel.records import Status, TaskSpec, Verdict, WorkloadResult
+
+WORKER = "forgekernel.judge.worker"
+JUDGE_NAME = f"forgekernel {__version__}"
+OUTPUT_CAP = 4 * 1024 * 1024
+"""Bytes of worker stdout+stderr before the output counts as a flood."""
+
+
+class JudgeError(ForgeError, RuntimeError):
+    """The judge could not judge (broken task reference, worker failed before the candidate)."""
+
+
+def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
+          options: JudgeOptions | None = None) -> Verdict:
+    """Judge the candidate at ``candidate`` (a kernel.py or a dir holding one) for ``task``."""
+    start = time.monotonic()
+    opts = options or JudgeOptions()
+    if runner.name == "cpu" and not opts.smoke_only:
+        opts = opts.model_copy(update={"smoke_only": True})
+    with tempfile.TemporaryDirectory(prefix="forge-judge-") as tmp:
+        root = Path(tmp)
+        staged = cand.stage(candidate, root / "candidate")
+        digest = cand.candidate_hash(staged)
+        perf_dir = cand.stage(opts.perf_reference, root / "perf") if opts.perf_reference else None
+        base = {"candidate": digest, "judge": JUDGE_NAME, "delivery": runner.name}
+        early, checked = _static(task, staged, base)
+        if early is not None:
+            return _finish(early, start)
+        payload = {"task": task.model_dump(mode="json"), "options": opts.model_dump(mode="json"),
+                   "candidate_dir": str(staged), "kernel": str(staged / cand.KERNEL_FILE),
+                   "perf_kernel": str(perf_dir / cand.KERNEL_FILE) if perf_dir else None,
+                   "own_kernels": checked.own_kernels}
+        (root / "cwd").mkdir()
+        job = Job(module=WORKER, payload=payload, cwd=str(root / "cwd"),
+                  timeout_s=opts.timeout_s or task.judge.timeout_s, output_cap_bytes=OUTPUT_CAP,
+                  env={"PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+        result = runner.run(job)
+    return _finish(_from_job(result, base, job.timeout_s), start)
+
+
+def _static(task: TaskSpec, staged: Path,
+            base: dict[str, Any]) -> tuple[Verdict | None, policy.PolicyResult]:
+    """Syntax and policy problems, found before anything runs."""
+    checked = policy.check_sources(staged, task.policy.forbid)
+    return _static_verdict(checked, base), checked
+
+
+def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any]) -> Verdict | None:
+    if checked.syntax_error:
+        return _verdict(Status.COMPILE_ERROR, f"syntax error: {checked.syntax_error}", base,
+                        {"kind": "syntax", "phase": "static", "message": checked.syntax_error})
+    if checked.violations:
+        return _verdict(Status.REJECTED, f"source policy: {checked.violations[0]}", base,
+                        {"kind": "policy", "phase": "static", "violations": checked.violations[:8]})
+    if not checked.own_kernels:
+        return _verdict(Status.REJECTED, "the candidate defines no kernel of its own (no @triton.jit "
+                        "function and no CUDA __global__ function)", base,
+                        {"kind": "no_kernel", "phase": "static"})
+    return None
+
+
+def _verdict(status: Status, reason: str, base: dict[str, Any], details: dict[str, Any],
+             **fields: Any) -> Verdict:
+    text = feedback.compose(status, reason, details, fields.get("workloads", ()))
+    return Verdict(status=status, reason=reason, feedback=text, **base, **fields)
+
+
+def _from_job(res: JobResult, base: dict[str, Any], timeout_s: float) -> Verdict:
+    if res.ok:
+        data = res.result or {}
+        if "judge_error" in data:
+            raise JudgeError(f"the judge could not start: {data['judge_error']}")
+        return _from_result(data, base)
+    tail = _tail(res)
+    if res.timed_out:
+        return _verdict(Status.TIMEOUT, f"no verdict within {timeout_s:.0f} s: the worker was killed",
+                        base, {"kind": "timeout", "timeout_s": timeout_s, "tail": tail})
+    if res.channel_error and not res.flooded:
+        return _verdict(Status.REJECTED, f"the judge's result channel was tampered with: {res.channel_error}",
+                        base, {"kind": "channel", "tail": tail})
+    kind = "flood" if res.flooded else "signal" if res.signal is not None else "exit"
+    return _verdict(Status.RUNTIME_ERROR, f"the worker died: {res.describe_failure()}", base,
+                    {"kind": kind, "signal": res.signal, "exit_code": res.exit_code, "tail": tail})
+
+
+def _tail(res: JobResult) -> str:
+    """The end of what the worker printed (candidate output of hidden workloads is silenced)."""
+    text = (res.stderr_tail or res.stdout_tail or "").strip()
+    return text[-1500:]
+
+
+def _from_result(data: dict[str, Any], base: dict[str, Any]) -> Verdict:
+    status = Status(data["status"])
+    workloads = tuple(WorkloadResult.model_validate(w) for w in data.get("workloads", ()))
+    fields: dict[str, Any] = {"device": data.get("device", ""), "versions": data.get("versions", {}),
+                              "workloads": workloads, "profile": data.get("profile", {})}
+    if status is Status.PASSED:
+        fields.update(noise_floor=data.get("noise_floor"), speedup=data.get("speedup"))
+    return _verdict(status, data.get("reason", ""), base, data.get("details", {}), **fields)
+
+
+def _finish(verdict: Verdict, start: float) -> Verdict:
+    return verdict.model_copy(update={"wall_s": round(time.monotonic() - start, 3)})

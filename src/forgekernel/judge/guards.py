@@ -1,0 +1,224 @@
+"""Runtime guards of the worker (JUDGE.md A1-A3, A5, B8, B9).
+
+* :class:`Harness`: references to the callables of the modules and classes the judge
+  relies on (timers, torch, tensors, the judge's own modules), taken before the candidate
+  is imported; :meth:`Harness.changes` lists any that were replaced since.
+* threads: Python threads started by candidate code that are still alive after a call.
+* :func:`mutated_inputs`: inputs whose bits changed during a call.
+* :func:`poison`: fills the allocator's free blocks (sized like the outputs) with a byte
+  pattern, so output elements a candidate never writes show up (NaN or a huge value).
+* :func:`silenced`: sends fds 1 and 2 to /dev/null (hidden workloads stay unprintable).
+* :class:`PersistingL2`: resets the persisting-L2 lines between timed calls and notices a
+  changed persisting-L2 limit or stream access-policy window (through the CUDA runtime).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+
+def _tracked(value: Any) -> bool:
+    return callable(value) or isinstance(value, (types.ModuleType, property, staticmethod, classmethod))
+
+
+class Harness:
+    """Identity snapshot of the callables in a set of modules and classes."""
+
+    def __init__(self, targets: dict[str, Any]) -> None:
+        self.targets = targets
+        self.saved = {name: {k: v for k, v in vars(obj).items() if _tracked(v)}
+                      for name, obj in targets.items()}
+
+    def changes(self) -> list[str]:
+        """Names that were replaced or removed (and, on classes, added) since the snapshot."""
+        out = []
+        for name, obj in self.targets.items():
+            now = vars(obj)
+            before = self.saved[name]
+            for key, value in before.items():
+                if now.get(key, None) is not value:
+                    out.append(f"{name}.{key}")
+            if isinstance(obj, type):
+                out.extend(f"{name}.{k}" for k, v in now.items() if k not in before and _tracked(v))
+        return out
+
+
+def harness_targets() -> dict[str, Any]:
+    """The modules and classes whose callables the judge uses (import torch first)."""
+    import builtins
+    import hashlib
+    import math
+    import secrets
+    import time
+
+    import torch
+
+    import forgekernel.delivery.channel as channel
+
+    targets: dict[str, Any] = {
+        "builtins": builtins, "time": time, "math": math, "secrets": secrets, "hashlib": hashlib,
+        "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.functional": torch.nn.functional,
+        "torch.cuda": torch.cuda, "torch.cuda.Event": torch.cuda.Event, "channel": channel,
+        "channel.Envelope": channel.Envelope,
+    }
+    base = getattr(torch._C, "TensorBase", None)
+    if base is not None:
+        targets["torch._C.TensorBase"] = base
+    for name, mod in list(sys.modules.items()):
+        if name.startswith(("forgekernel.judge.", "forgekernel.profile.")) and mod is not None:
+            targets[name] = mod
+    return targets
+
+
+# ------------------------------------------------------------------ threads
+
+
+def thread_ids() -> set[int]:
+    return set(sys._current_frames())
+
+
+def candidate_threads(before: set[int], candidate_dir: str) -> list[str]:
+    """New live threads whose stack runs code from the candidate's directory."""
+    found = []
+    for tid, frame in sys._current_frames().items():
+        if tid in before:
+            continue
+        f = frame
+        while f is not None:
+            if f.f_code.co_filename.startswith(candidate_dir):
+                found.append(f"{f.f_code.co_name} ({os.path.basename(f.f_code.co_filename)}:{f.f_lineno})")
+                break
+            f = f.f_back
+    return found
+
+
+def native_threads() -> int | None:
+    """OS threads of this process (informational: libraries start their own)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+# ------------------------------------------------------------------ memory
+
+
+def mutated_inputs(args: list[Any], pristine: list[Any]) -> list[int]:
+    """Indices of tensor inputs whose bits differ from their pristine copies."""
+    import torch
+
+    from forgekernel.judge.correctness import bitwise_equal
+
+    return [i for i, (a, p) in enumerate(zip(args, pristine, strict=True))
+            if isinstance(a, torch.Tensor) and not bitwise_equal(a, p)[0]]
+
+
+def poison(sizes: list[int], device: str, pattern: int) -> None:
+    """Fill freed blocks of the given byte sizes with ``pattern`` and release them again."""
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    blocks = [torch.full((max(int(n), 1),), pattern, dtype=torch.uint8, device=device) for n in sizes]
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    del blocks
+
+
+@contextlib.contextmanager
+def silenced(active: bool = True) -> Iterator[None]:
+    """Redirect fds 1 and 2 to /dev/null for the block (when ``active``)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+# ------------------------------------------------------------------ persisting L2
+
+_LIMIT_PERSISTING_L2 = 0x06
+_STREAM_ATTR_ACCESS_POLICY_WINDOW = 1
+
+
+class PersistingL2:
+    """Persisting-L2 state through the CUDA runtime the process already loaded."""
+
+    def __init__(self) -> None:
+        self.lib = _cudart()
+        self.baseline = self.limit()
+
+    @property
+    def available(self) -> bool:
+        return self.lib is not None
+
+    def limit(self) -> int | None:
+        if self.lib is None:
+            return None
+        value = ctypes.c_size_t(0)
+        if self.lib.cudaDeviceGetLimit(ctypes.byref(value), _LIMIT_PERSISTING_L2) != 0:
+            return None
+        return int(value.value)
+
+    def window_bytes(self, stream_handle: int) -> int | None:
+        if self.lib is None:
+            return None
+        buf = (ctypes.c_char * 64)()
+        rc = self.lib.cudaStreamGetAttribute(ctypes.c_void_p(stream_handle),
+                                             _STREAM_ATTR_ACCESS_POLICY_WINDOW, buf)
+        if rc != 0:
+            return None
+        return int(ctypes.c_size_t.from_buffer(buf, 8).value)
+
+    def reset(self) -> None:
+        if self.lib is not None:
+            self.lib.cudaCtxResetPersistingL2Cache()
+
+    def tampered(self, stream_handle: int) -> str | None:
+        """Why the persisting-L2 state looks changed by the candidate, or None."""
+        now = self.limit()
+        if now is not None and now != self.baseline:
+            return f"the persisting-L2 limit was changed ({self.baseline} -> {now} bytes)"
+        window = self.window_bytes(stream_handle)
+        if window:
+            return f"an L2 access-policy window of {window} bytes was set on the stream"
+        return None
+
+
+def _cudart() -> Any:
+    """The libcudart already mapped into this process (None when not found)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {line.split()[-1] for line in fh if "libcudart" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None

@@ -1,0 +1,163 @@
+"""Inputs: hidden workloads derived from the axes, and tensors drawn from secret seeds.
+
+Hidden workloads are shapes the agent never sees: an axis at its minimum (usually 1), every
+axis one step past a visible value (N+1), and every axis at an odd non-power-of-two value,
+all derived from the smallest visible workload so they stay cheap; on a GPU one more is
+derived from the smallest large workload. Values are drawn from ``TensorSpec.dist`` with a
+``torch.Generator`` seeded from :mod:`secrets` by the worker (never from the task), or by
+the reference's ``make_inputs(axes, seed)`` when it defines one.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from typing import Any
+
+from forgekernel.records import AxisSpec, TaskSpec, TensorSpec, Workload
+from forgekernel.task import numel, shape_of
+
+HIDDEN_MAX = 4
+"""Hidden workloads derived from the smallest visible workload (plus one large one on a GPU)."""
+
+FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
+
+
+def _valid(spec: AxisSpec, value: int) -> bool:
+    return (value >= spec.min and (spec.max is None or value <= spec.max)
+            and value % spec.multiple_of == 0)
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
+def _odd_value(spec: AxisSpec, v: int) -> int | None:
+    """A valid value near 3/4 of ``v`` that is not a power of two (odd when allowed)."""
+    step = spec.multiple_of
+    start = max(spec.min, (v * 3 // 4) // step * step)
+    for cand in range(start, start + 64 * step, step):
+        if cand >= 1 and not _is_pow2(cand) and (step > 1 or cand % 2 == 1) and _valid(spec, cand):
+            return cand
+    return None
+
+
+def _size(task: TaskSpec, w: Workload) -> int:
+    return sum(numel(shape_of(s, w.axes)) for s in task.inputs.values()) or 1
+
+
+def _variants(task: TaskSpec, base: dict[str, int], rng: random.Random) -> list[dict[str, int]]:
+    unit, plus, odd = [], dict(base), dict(base)
+    for name, spec in task.axes.items():
+        v = base[name]
+        low = max(spec.min, spec.multiple_of)
+        if low != v and _valid(spec, low):
+            unit.append({**base, name: low})
+        if _valid(spec, v + spec.multiple_of):
+            plus[name] = v + spec.multiple_of
+        o = _odd_value(spec, v)
+        if o is not None:
+            odd[name] = o
+    rng.shuffle(unit)
+    return [odd, plus, *unit]
+
+
+def hidden_workloads(task: TaskSpec, visible: list[Workload], *, large: bool,
+                     rng: random.Random | None = None) -> list[Workload]:
+    """Hidden workloads for ``visible`` (empty for KernelBench tasks, whose shapes are fixed)."""
+    if task.format == "kernelbench" or not task.axes or not visible:
+        return []
+    rng = rng or random.Random()
+    seen = {tuple(sorted(w.axes.items())) for w in task.workloads}
+    out: list[Workload] = []
+
+    def add(axes: dict[str, int]) -> None:
+        key = tuple(sorted(axes.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(Workload(axes=axes, smoke=True, hidden=True))
+
+    base = min(visible, key=lambda w: _size(task, w))
+    for axes in _variants(task, dict(base.axes), rng):
+        if len(out) < HIDDEN_MAX:
+            add(axes)
+    big = [w for w in visible if not w.smoke]
+    if large and big:
+        mid = min(big, key=lambda w: _size(task, w))
+        add(_variants(task, dict(mid.axes), rng)[1])  # every axis one step up
+    return out
+
+
+# ------------------------------------------------------------------ tensors
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return getattr(torch, name)
+
+
+def draw(spec: TensorSpec, shape: tuple[int, ...], gen: Any, device: str) -> Any:
+    """A tensor of ``shape`` with values from ``spec.dist`` (fresh from ``gen``)."""
+    import torch
+
+    dist, dtype = spec.dist, torch_dtype(spec.dtype)
+    if spec.dtype == "bool":
+        return torch.randint(0, 2, shape, generator=gen, device=device).to(torch.bool)
+    if spec.dtype not in FLOAT_DTYPES or dist.kind == "randint":
+        low = int(dist.low) if dist.low is not None else 0
+        high = int(dist.high) if dist.high is not None else 128
+        return torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64).to(dtype)
+    if dist.kind == "normal":
+        t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+        return (t * dist.std + dist.mean).to(dtype)
+    low = dist.low if dist.low is not None else (0.5 if dist.kind == "positive" else 0.0)
+    high = dist.high if dist.high is not None else (1.5 if dist.kind == "positive" else 1.0)
+    t = torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
+    return (t * (high - low) + low).to(dtype)
+
+
+def secret_seed() -> int:
+    """A fresh seed from the OS's secret source (never derived from the task)."""
+    return secrets.randbits(62)
+
+
+def generator(seed: int, device: str) -> Any:
+    import torch
+
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    return gen
+
+
+def to_device(value: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device).contiguous()
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_device(v, device) for v in value)
+    return value
+
+
+def upcast(args: list[Any]) -> list[Any]:
+    """float64 copies of the floating tensors (others unchanged): the oracle's inputs."""
+    import torch
+
+    return [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+
+
+def clone_args(args: list[Any]) -> list[Any]:
+    import torch
+
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def refill(args: list[Any], fresh: list[Any]) -> None:
+    """Copy ``fresh`` values into ``args`` in place (same storage, new values)."""
+    import torch
+
+    for dst, src in zip(args, fresh, strict=True):
+        if isinstance(dst, torch.Tensor):
+            dst.copy_(src)

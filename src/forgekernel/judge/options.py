@@ -1,0 +1,38 @@
+"""How one judgement runs: :class:`JudgeOptions` (caller's choices) and the judge's constants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class JudgeOptions(BaseModel):
+    """Caller's choices for one judgement; ``None`` means "use the task's [judge] setting"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trials: int | None = Field(None, ge=1, le=50)
+    """Fresh-seed trials per workload (default: the task's ``[judge] trials``)."""
+    timing: bool = True
+    """Time the candidate against the reference (PASSED verdicts only)."""
+    hidden: bool | None = None
+    """Add hidden odd-shaped workloads derived from the axes (default: the task's setting)."""
+    smoke_only: bool = False
+    """Only the task's smoke workloads (and hidden ones derived from them). Forced on by the
+    ``cpu`` delivery, where the Triton interpreter runs."""
+    perf_reference: Path | None = None
+    """A kernel dir whose ``run()`` is the performance reference (self-evolution). The
+    correctness oracle is always the task's reference, computed in float64."""
+    graphs: bool = False
+    """Also time the candidate (and the reference) replayed from a CUDA graph; reported
+    separately in ``profile['cuda_graph']``. GPU only."""
+    timeout_s: float | None = Field(None, gt=0)
+    """Hard wall-clock limit of the worker process (default: the task's ``[judge] timeout_s``)."""
+    reps: int | None = Field(None, ge=2, le=2000)
+    """Timed repetitions per side and workload (default: chosen from a time budget)."""
+
+
+def check_options(trials: int = 2) -> JudgeOptions:
+    """What ``forge check`` runs: visible smoke workloads only, no hidden ones, no timing."""
+    return JudgeOptions(trials=trials, timing=False, hidden=False, smoke_only=True)

@@ -1,0 +1,316 @@
+"""One judgement inside the worker: calibration, the candidate, and the correctness trials.
+
+Order (JUDGE.md B8): the reference is calibrated before any candidate code is imported.
+In every trial the candidate runs first, on fresh inputs from a secret seed, and the
+float64 oracle is computed afterwards on a pristine copy: while the candidate runs, no
+reference output for its inputs exists anywhere in the process. Freed blocks are filled
+with a poison pattern before each call, and each trial runs the candidate twice (two
+patterns, second time on a copy of the inputs at a new address).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forgekernel.judge import correctness as cx
+from forgekernel.judge import guards
+from forgekernel.judge import inputs as inp
+from forgekernel.judge.failure import Failure, from_exception
+from forgekernel.judge.options import JudgeOptions
+from forgekernel.judge.problem import CandidateLoadError, Problem, outputs_of
+from forgekernel.records import Status, TaskSpec, Workload, WorkloadResult
+
+POISON_PATTERNS = (0xFF, 0x7F)
+"""Byte fills of freed memory before the two runs: NaN in every float type, then a huge
+finite value in bf16/fp32 (NaN in fp16)."""
+
+STATUS_OF = {"count": Status.WRONG_SHAPE, "shape": Status.WRONG_SHAPE, "type": Status.WRONG_DTYPE,
+             "dtype": Status.WRONG_DTYPE, "device": Status.WRONG_DTYPE, "subclass": Status.REJECTED}
+
+
+@dataclass(frozen=True)
+class OutSpec:
+    """Shape, dtype and device of one reference output (what check_structure compares)."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    device: Any
+    nbytes: int
+
+
+@dataclass
+class Slot:
+    """A workload under judgement and what was found on it."""
+
+    wl: Workload
+    label: str
+    outputs: list[OutSpec] = field(default_factory=list)
+    worst: cx.Check | None = None
+    worst_output: int = 0
+    passed: bool | None = None
+    prints: list[tuple[Any, Any]] = field(default_factory=list)
+
+    def record(self, k: int, check: cx.Check) -> None:
+        """Keep the first failing check, else the one closest to its tolerance."""
+        if self.worst is not None and not self.worst.ok:
+            return
+        if self.worst is None or not check.ok or _ratio(check) > _ratio(self.worst):
+            self.worst, self.worst_output = check, k
+
+    def result(self) -> WorkloadResult:
+        if self.wl.hidden:
+            return WorkloadResult(axes={}, hidden=True, passed=self.passed)
+        w = self.worst
+        where = f"output {self.worst_output} at {w.where}" if w and w.where is not None else None
+        return WorkloadResult(axes=dict(self.wl.axes), passed=self.passed,
+                              max_abs_err=w.max_abs if w else None, max_rel_err=w.max_rel if w else None,
+                              tolerance=w.tol if w else None, where=where)
+
+
+def _ratio(check: cx.Check) -> float:
+    if check.max_rel is None:
+        return float("inf")
+    return check.max_rel / check.tol if check.tol else check.max_rel
+
+
+class Session:
+    """The worker's state for one candidate."""
+
+    def __init__(self, payload: dict[str, Any], delivery: str) -> None:
+        import torch
+
+        self.torch = torch
+        self.task = TaskSpec.model_validate(payload["task"])
+        self.opts = JudgeOptions.model_validate(payload["options"])
+        self.candidate_dir = str(Path(payload["candidate_dir"]).resolve())
+        self.own_kernels: list[str] = list(payload.get("own_kernels", []))
+        self.cuda = delivery != "cpu" and torch.cuda.is_available()
+        self.device = "cuda" if self.cuda else "cpu"
+        self.interpret = delivery == "cpu"
+        self.trials = self.opts.trials or self.task.judge.trials
+        self.problem = Problem(self.task, self.device)
+        self.slots = self._slots()
+        self.tolerances: list[cx.OutputTolerance] = []
+        self.mutating: set[int] = set()
+        self.input_dtypes: list[str] = []
+        self.notes: list[str] = []
+        self.nondeterministic = False
+        self.harness: guards.Harness | None = None
+        self.l2 = guards.PersistingL2() if self.cuda else None
+        self.fn: Any = None
+        self.perf_fn: Any = None
+
+    # ------------------------------------------------------------ workloads
+    def _slots(self) -> list[Slot]:
+        visible = [w for w in self.task.workloads if w.smoke or not self.opts.smoke_only]
+        use_hidden = self.task.judge.hidden if self.opts.hidden is None else self.opts.hidden
+        hidden = inp.hidden_workloads(self.task, visible, large=not self.opts.smoke_only) if use_hidden else []
+        slots = [Slot(w, w.label() or "the workload") for w in visible]
+        slots += [Slot(w, f"hidden workload {i + 1} of {len(hidden)}") for i, w in enumerate(hidden)]
+        return slots
+
+    @property
+    def visible(self) -> list[Slot]:
+        return [s for s in self.slots if not s.wl.hidden]
+
+    # ------------------------------------------------------------ calibration
+    def calibrate(self) -> None:
+        """Reference vs oracle on every workload (before the candidate exists in-process)."""
+        errors: dict[int, float] = {}
+        dtypes: dict[int, str] = {}
+        kept = []
+        for slot in self.slots:
+            try:
+                specs, errs = self._calibrate_one(slot)
+            except Exception as exc:
+                if slot.wl.hidden:
+                    continue  # the reference itself rejects this shape: not a workload
+                raise RuntimeError(f"the reference fails on {slot.label}: {type(exc).__name__}: {exc}") from exc
+            slot.outputs = specs
+            kept.append(slot)
+            for k, (spec, err) in enumerate(zip(specs, errs, strict=True)):
+                errors[k] = max(errors.get(k, 0.0), err)
+                dtypes[k] = cx.dtype_name(spec)
+        dropped = len(self.slots) - len(kept)
+        if dropped:
+            self.notes.append(f"{dropped} hidden workload(s) skipped: the reference rejects them")
+        self.slots = kept
+        self.tolerances = [cx.tolerance_for(dtypes[k], errors[k], self.task.judge, interpret=self.interpret)
+                           for k in sorted(errors)]
+
+    def _calibrate_one(self, slot: Slot) -> tuple[list[OutSpec], list[float]]:
+        torch = self.torch
+        args = self.problem.make(slot.wl, inp.secret_seed())
+        pristine = inp.clone_args(args)
+        refs = self.problem.reference(args)
+        self.mutating.update(guards.mutated_inputs(args, pristine))
+        self.input_dtypes = [cx.dtype_name(a) if isinstance(a, torch.Tensor) else "" for a in args]
+        oracle = self.problem.oracle(pristine)
+        if not all(type(r) is torch.Tensor for r in refs):
+            raise TypeError("the reference must return tensors")
+        specs = [OutSpec(tuple(r.shape), r.dtype, r.device, r.numel() * r.element_size()) for r in refs]
+        return specs, [cx.reference_error(r, o) for r, o in zip(refs, oracle, strict=True)]
+
+    # ------------------------------------------------------------ candidate
+    def take_snapshot(self) -> None:
+        self.harness = guards.Harness(guards.harness_targets())
+        self.threads = guards.thread_ids()
+
+    def load(self, kernel: Path, perf_kernel: Path | None) -> None:
+        """Import the candidate (and the performance reference) from judge-owned copies."""
+        import sys
+
+        before = guards.thread_ids()
+        if self.candidate_dir not in sys.path:
+            sys.path.append(self.candidate_dir)
+        try:
+            self.fn = self.problem.load(kernel, "_forge_candidate")
+        except CandidateLoadError as exc:
+            raise Failure(Status.COMPILE_ERROR, str(exc), {"kind": "entry", "phase": "import"}) from None
+        except BaseException as exc:  # anything the candidate raises at import is its verdict
+            raise from_exception(exc, phase="import", where="import", hidden=False,
+                                 candidate_dir=self.candidate_dir) from None
+        self.integrity(before, None, "import")
+        if perf_kernel is not None:
+            self.perf_fn = self.problem.load(perf_kernel, "_forge_perf_reference")
+
+    def integrity(self, threads_before: set[int], stream: Any, where: str) -> None:
+        """Harness untouched, no candidate thread alive, same stream, persisting L2 unchanged."""
+        changed = self.harness.changes() if self.harness else []
+        if changed:
+            raise Failure(Status.REJECTED, f"replaced judge, timer or library functions during {where}: "
+                          + ", ".join(changed[:5]), {"kind": "tamper", "names": changed[:10]}, fatal=True)
+        threads = guards.candidate_threads(threads_before, self.candidate_dir)
+        if threads:
+            raise Failure(Status.REJECTED, f"left a thread running after {where}: {threads[0]}",
+                          {"kind": "thread"}, fatal=True)
+        if stream is not None:
+            now = self.torch.cuda.current_stream()
+            if now != stream:
+                raise Failure(Status.REJECTED, f"changed the current CUDA stream during {where}",
+                              {"kind": "stream"}, fatal=True)
+            why = self.l2.tampered(now.cuda_stream) if self.l2 else None
+            if why:
+                raise Failure(Status.REJECTED, f"{why} during {where}", {"kind": "l2"}, fatal=True)
+
+    def call(self, fn: Any, args: list[Any], slot: Slot, pattern: int | None) -> tuple[Any, ...]:
+        """One guarded call: poison, run (silenced on hidden workloads), sync, integrity."""
+        if pattern is not None:
+            guards.poison([o.nbytes for o in slot.outputs], self.device, pattern)
+        before = guards.thread_ids()
+        stream = self.torch.cuda.current_stream() if self.cuda else None
+        try:
+            with guards.silenced(slot.wl.hidden):
+                out = fn(*args)
+                if self.cuda:
+                    self.torch.cuda.synchronize()
+        except BaseException as exc:  # the candidate's exception is its verdict
+            raise from_exception(exc, phase="run", where=slot.label, hidden=slot.wl.hidden,
+                                 candidate_dir=self.candidate_dir) from None
+        self.integrity(before, stream, slot.label)
+        return outputs_of(out)
+
+    # ------------------------------------------------------------ correctness
+    def correctness(self) -> None:
+        """Pass 0 over every workload (all of it, even after a failure), then the other trials."""
+        first: Failure | None = None
+        for _t in range(self.trials):
+            for slot in self.slots:
+                if slot.passed is False:
+                    continue
+                try:
+                    self.trial(slot)
+                    slot.passed = True
+                except Failure as failure:
+                    slot.passed = False
+                    if failure.fatal or failure.status is Status.REJECTED:
+                        raise
+                    first = first or failure
+            if first is not None:
+                raise first
+        self.sensitivity()
+
+    def trial(self, slot: Slot) -> None:
+        args = self.problem.make(slot.wl, inp.secret_seed())
+        pristine = inp.clone_args(args)
+        out1 = self.call(self.fn, args, slot, POISON_PATTERNS[0])
+        self.structure(slot, out1)
+        self.mutation(slot, args, pristine)
+        kept = [o.clone() for o in out1]
+        del out1
+        out2 = self.call(self.fn, inp.clone_args(pristine), slot, POISON_PATTERNS[1])
+        self.structure(slot, out2)
+        oracle, up = self.problem.oracle_with_inputs(pristine)
+        for k, (out, ref) in enumerate(zip(kept, oracle, strict=True)):
+            self.values(slot, k, out, ref)
+        for k, (a, b) in enumerate(zip(kept, out2, strict=True)):
+            self.repeatable(slot, k, a, b, oracle[k])
+        for j in self.mutating:
+            self.values(slot, len(kept) + j, args[j], up[j], tol=self._input_tol(j))
+        slot.prints.append((cx.fingerprint(kept[0]), cx.fingerprint(oracle[0])))
+
+    def _input_tol(self, j: int) -> cx.OutputTolerance:
+        dtype = self.input_dtypes[j]
+        return cx.tolerance_for(dtype, 0.0, self.task.judge, interpret=self.interpret)
+
+    def structure(self, slot: Slot, outs: tuple[Any, ...]) -> None:
+        check = cx.check_structure(outs, tuple(slot.outputs))
+        if not check.ok:
+            self.fail(slot, STATUS_OF[check.kind], check)
+
+    def mutation(self, slot: Slot, args: list[Any], pristine: list[Any]) -> None:
+        changed = [j for j in guards.mutated_inputs(args, pristine) if j not in self.mutating]
+        if changed:
+            self.fail(slot, Status.REJECTED, cx.Check(False, "mutation", f"modified input {changed[0]} "
+                      "in place (inputs are read-only; the reference does not modify them)"))
+
+    def values(self, slot: Slot, k: int, out: Any, ref: Any, tol: cx.OutputTolerance | None = None) -> None:
+        check = cx.compare(out, ref, tol or self.tolerances[k])
+        slot.record(k, check)
+        if not check.ok:
+            self.fail(slot, Status.WRONG_VALUES, check, output=k)
+
+    def repeatable(self, slot: Slot, k: int, first: Any, second: Any, ref: Any) -> None:
+        same, where = cx.bitwise_equal(first, second)
+        if same:
+            return
+        check = cx.compare(second, ref, self.tolerances[k])
+        if check.ok:
+            self.nondeterministic = True  # both runs within tolerance: nondeterministic, not wrong
+            return
+        check.kind = "repeat"
+        check.message = ("a second run on the same input values gave different bits and "
+                         f"{check.message}: uninitialised reads, a race, or call-count-dependent behaviour")
+        self.fail(slot, Status.WRONG_VALUES, check, output=k)
+
+    def sensitivity(self) -> None:
+        for slot in self.slots:
+            if len(slot.prints) < 2:
+                continue
+            cand = {p[0] for p in slot.prints}
+            ref = {p[1] for p in slot.prints}
+            if len(cand) == 1 and len(ref) > 1:
+                self.fail(slot, Status.REJECTED, cx.Check(False, "sensitivity", "the output did not "
+                          "change when the input values changed (a cached or constant answer)"))
+
+    def fail(self, slot: Slot, status: Status, check: cx.Check, output: int = 0) -> None:
+        details: dict[str, Any] = {"kind": check.kind, "phase": "correctness", "workload": slot.label,
+                                   "hidden": slot.wl.hidden}
+        if not slot.wl.hidden:
+            details.update(output=output, message=check.message, where=check.where,
+                           expected=check.expected, got=check.got, max_abs=check.max_abs,
+                           max_rel=check.max_rel, tol=check.tol)
+        reason = f"{check.message} on {slot.label}" if not slot.wl.hidden else \
+            f"{_HIDDEN_WHAT.get(check.kind, 'wrong result')} on {slot.label}"
+        raise Failure(status, reason, details)
+
+
+_HIDDEN_WHAT = {"count": "wrong number of outputs", "shape": "wrong output shape",
+                "dtype": "wrong output dtype", "type": "output is not a torch.Tensor",
+                "device": "output on the wrong device", "subclass": "output is a tensor subclass",
+                "nonfinite": "NaN or Inf where the reference is finite",
+                "values": "values outside the tolerance", "zero": "all-zero output",
+                "constant": "constant output", "repeat": "results differ between two runs",
+                "mutation": "modified an input in place", "sensitivity": "output ignores its inputs"}

@@ -1,0 +1,149 @@
+"""The judge's worker process: ``python -m forgekernel.judge.worker`` (run through a Runner).
+
+It reads its job from the signed channel first, imports torch, triton and every judge
+module, calibrates the reference, binds the timers and snapshots the harness, and only
+then imports the candidate from the judge-owned copy. Its one answer goes back on the
+signed channel; nothing it prints is ever parsed.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from forgekernel.delivery.channel import Envelope, receive
+
+
+def main() -> None:
+    env = receive()
+    env.reply(judge_in_process(env))
+
+
+def _versions(torch: Any) -> dict[str, str]:
+    out = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        import triton
+
+        out["triton"] = triton.__version__
+    except ImportError:
+        out["triton"] = "absent"
+    if torch.version.cuda:
+        out["cuda"] = str(torch.version.cuda)
+    return out
+
+
+def _prepare(env: Envelope) -> Any:
+    """Everything before the candidate: session, calibration, clocks, reference ops, snapshot."""
+    from forgekernel.judge import audit, perf, timing  # noqa: F401  (loaded before the snapshot)
+    from forgekernel.judge.session import Session
+    from forgekernel.profile import launches, roofline  # noqa: F401
+
+    session = Session(env.payload, env.delivery)
+    session.calibrate()
+    torch = session.torch
+    if session.cuda:
+        session.device_name = torch.cuda.get_device_name(0)
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        session.clock = timing.CudaClock(l2)
+        # the profiler of the launch audit imports torch._inductor on first use; import it
+        # now so that its import-time changes are part of the harness snapshot
+        hasattr(torch, "_inductor")
+    else:
+        session.device_name = "cpu (Triton interpreter)"
+        session.clock = timing.HostClock()
+    session.take_snapshot()
+    return session
+
+
+def judge_in_process(env: Envelope) -> dict[str, Any]:
+    """The whole judgement in this (fresh) process; returns the result dict."""
+    import torch
+
+    base: dict[str, Any] = {"versions": _versions(torch), "device": ""}
+    try:
+        session = _prepare(env)
+    except Exception as exc:  # the task or the judge is broken: no verdict on the candidate
+        return {**base, "judge_error": f"{type(exc).__name__}: {exc}"}
+    base["device"] = session.device_name
+    return _judge(session, env.payload, base)
+
+
+def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    from forgekernel.judge import perf
+    from forgekernel.judge.failure import Failure
+    from forgekernel.records import Status
+
+    status, reason, details, extra, timed = Status.PASSED, "", {}, {}, None
+    try:
+        perf_kernel = payload.get("perf_kernel")
+        session.load(Path(payload["kernel"]), Path(perf_kernel) if perf_kernel else None)
+        session.correctness()
+        extra = _audit(session)
+        if session.opts.timing:
+            timed = perf.run(session)
+    except Failure as failure:
+        status, reason, details = failure.status, failure.reason, failure.details
+    except BaseException as exc:  # after candidate import, any escape is a runtime failure
+        status = Status.RUNTIME_ERROR
+        reason = f"the judgement failed after the candidate was imported: {type(exc).__name__}: {exc}"
+        details = {"kind": "judge", "phase": "unknown"}
+    return _result(session, status, reason, details, extra, timed, base)
+
+
+def _audit(session: Any) -> dict[str, Any]:
+    from forgekernel.judge import audit, perf
+    from forgekernel.judge.failure import from_exception
+    from forgekernel.judge.inputs import secret_seed
+
+    slot = perf.timed_slots(session)[-1]
+    ref_args = session.problem.make(slot.wl, secret_seed())
+    ref = session.problem.reference_callable()
+    ref_ops = audit.eager_compute(lambda: ref(*ref_args))
+    args = session.problem.make(slot.wl, secret_seed())
+
+    def call() -> Any:
+        try:
+            return session.fn(*args)
+        except BaseException as exc:  # the candidate's exception is its verdict
+            raise from_exception(exc, phase="audit", where=slot.label, hidden=False,
+                                 candidate_dir=session.candidate_dir) from None
+
+    return audit.audit(call, device=session.device, own=session.own_kernels,
+                       forbid=session.task.policy.forbid, ref_ops=ref_ops)
+
+
+def _result(session: Any, status: Any, reason: str, details: dict[str, Any], extra: dict[str, Any],
+            timed: dict[str, Any] | None, base: dict[str, Any]) -> dict[str, Any]:
+    from forgekernel.judge import guards
+    from forgekernel.records import Status
+
+    workloads = []
+    for slot in session.slots:
+        w = slot.result()
+        if timed and status is Status.PASSED and slot.label in timed["timings"]:
+            w = w.model_copy(update=timed["timings"][slot.label])
+        workloads.append(w.model_dump(mode="json"))
+    profile = {
+        "trials": session.trials, "hidden_workloads": sum(1 for s in session.slots if s.wl.hidden),
+        "tolerances": [{"output": k, "tol": t.tol, "ref_err": t.ref_err, "source": t.source}
+                       for k, t in enumerate(session.tolerances)],
+        "nondeterministic": session.nondeterministic, "notes": session.notes,
+        "native_threads": guards.native_threads(), "own_kernels": session.own_kernels, **extra,
+    }
+    if "profile" in details:
+        profile.update(details.pop("profile"))
+    out = {**base, "status": str(status), "reason": reason, "details": details, "workloads": workloads,
+           "profile": profile, "noise_floor": None, "speedup": None}
+    if timed and status is Status.PASSED:
+        out["noise_floor"], out["speedup"] = timed["noise_floor"], timed["speedup"]
+        profile.update(host_ms=timed["host_ms"], flags=timed["flags"], timing_label=session.clock.label)
+        if timed["cuda_graph"]:
+            profile["cuda_graph"] = timed["cuda_graph"]
+    return out
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
