@@ -134,6 +134,40 @@ def test_forward_that_runs_nowhere_here_leaves_outputs_undeclared(tmp_path):
     assert "# [outputs] not declared: forward fails on meta tensors (RuntimeError: needs a GPU)" in text
 
 
+def test_plain_number_among_the_inputs(tmp_path):
+    src = write(tmp_path, "scale.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    \"\"\"Matrix times a scalar.\"\"\"\n\n"
+        "    def forward(self, A, s: float):\n"
+        "        return A * s\n\n\n"
+        "M = 64\nN = 48\n\n\n"
+        "def get_inputs():\n    return [torch.rand(M, N, dtype=torch.half), 2.5]\n\n\n"
+        "def get_init_inputs():\n    return []\n"))
+    task_dir = convert(src, tmp_path / "t")
+    task = load_task(task_dir)
+    assert task.inputs["A"].dtype == "float16" and task.inputs["A"].shape == ("M", "N")
+    assert task.inputs["s"].dtype == "float64" and task.inputs["s"].shape == ()
+    assert "# a plain number (2.5), passed as is" in (task_dir / "task.toml").read_text()
+    assert task.outputs["out"].dtype == "float16" and task.workloads[0].smoke
+    module = check_reference_module(task)
+    assert run_model(module)[1][0].shape == (64, 48)
+
+
+def test_huge_inputs_are_described_without_allocating(tmp_path):
+    # 2**48 elements: only meta tensors can hold that; torch.distributions validation included
+    src = write(tmp_path, "huge.py", HEAD + "from torch.distributions import Pareto\n\n\n" + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, p, t):\n"
+        "        return torch.mean(torch.clamp(1 - p * t, min=0))\n\n\n"
+        "rows = 1 << 24\n\n\n"
+        "def get_inputs():\n"
+        "    return [Pareto(0.01, 1.5).sample((rows, rows)), torch.rand(rows) * 2 - 1]\n\n\n"
+        "def get_init_inputs():\n    return []\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert task.workloads[0].axes == {"rows": 1 << 24} and not task.workloads[0].smoke
+    assert task.inputs["p"].shape == ("rows", "rows") and task.outputs["out"].shape == ()
+
+
 def test_is_kernelbench_file_says_no(tmp_path):
     assert not is_kernelbench_file(REPO / "tasks" / "rmsnorm" / "reference.py")
     assert not is_kernelbench_file(REPO / "tasks" / "rmsnorm" / "task.toml")
@@ -157,8 +191,8 @@ BAD_FILES = [
     ("exits-at-import", HEAD + "import sys\nsys.exit(4)\n" + GOOD_MODEL + GOOD_TAIL, ["exit (4)"]),
     ("model-not-callable", HEAD + "Model = 3\n" + GOOD_TAIL, ["Model must be callable"]),
     ("non-tensor-input", HEAD + GOOD_MODEL + GOOD_TAIL.replace("[torch.randn(4, 8)]",
-                                                               "[torch.randn(4, 8), 0.5]"),
-     ["get_inputs() item 1 is float", "get_init_inputs"]),
+                                                               "[torch.randn(4, 8), 'sum']"),
+     ["get_inputs() item 1 is str", "get_init_inputs"]),
     ("inputs-not-a-list", HEAD + GOOD_MODEL + GOOD_TAIL.replace("[torch.randn(4, 8)]", "{'x': 1}"),
      ["non-empty list of tensors", "dict"]),
     ("empty-inputs", HEAD + GOOD_MODEL + GOOD_TAIL.replace("[torch.randn(4, 8)]", "[]"),

@@ -28,6 +28,8 @@ REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 SMOKE_MAX_ELEMENTS = 65536
 """A converted workload is marked smoke when no input or output has more elements."""
 
+_SCALARS = (bool, int, float)
+"""Plain numbers get_inputs() may return next to tensors (described as 0-d bool/int64/float64)."""
 _RESERVED = {"min", "max", "abs", "log2", "ceil", "floor", "and", "or", "not"}
 _FAMILY_PATTERNS = (  # (family, regex over the lower-cased file name and Model source)
     ("cross_entropy", r"cross_?entropy|nll_loss"),
@@ -50,6 +52,7 @@ class _Tensor:
     shape: tuple[int, ...]
     low: int | None = None
     high: int | None = None
+    note: str = ""
 
 
 @dataclass
@@ -151,8 +154,11 @@ def _call_get_inputs(module, src: Path) -> list:
     A real call is also made when integer tensors appear, to read their value range.
     """
     import torch
+    from torch.distributions import Distribution
 
+    validate = Distribution._validate_args  # argument checks call .item(), which meta cannot
     try:
+        Distribution.set_default_validate_args(False)
         with torch.device("meta"):
             values = _as_list(module.get_inputs(), src)
         if all(not isinstance(t, torch.Tensor) or t.is_floating_point() for t in values):
@@ -161,6 +167,8 @@ def _call_get_inputs(module, src: Path) -> list:
         raise
     except Exception:  # not meta-friendly (numpy, .item(), ...): fall through to a real call
         pass
+    finally:
+        Distribution.set_default_validate_args(validate)
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
@@ -180,9 +188,9 @@ def _as_list(values: Any, src: Path) -> list:
         raise KernelBenchError(f"{src}: get_inputs() must return a non-empty list of tensors "
                                f"(got {type(values).__name__})")
     for i, v in enumerate(values):
-        if not isinstance(v, torch.Tensor):
-            raise KernelBenchError(f"{src}: get_inputs() item {i} is {type(v).__name__}, not a "
-                                   "tensor; only tensors can be described (constants belong in "
+        if not isinstance(v, (torch.Tensor, *_SCALARS)):
+            raise KernelBenchError(f"{src}: get_inputs() item {i} is {type(v).__name__}; inputs "
+                                   "must be tensors or plain numbers (other constants belong in "
                                    "get_init_inputs())")
     return list(values)
 
@@ -202,6 +210,9 @@ def _input_names(model_cls, count: int) -> list[str]:
 
 
 def _describe_tensor(t, src: Path, i: int) -> _Tensor:
+    if isinstance(t, _SCALARS):
+        dtype = "bool" if isinstance(t, bool) else "int64" if isinstance(t, int) else "float64"
+        return _Tensor(dtype=dtype, shape=(), note=f"a plain number ({t!r}), passed as is")
     dtype = str(t.dtype).removeprefix("torch.")
     if dtype not in DTYPES:
         raise KernelBenchError(f"{src}: get_inputs() item {i} has dtype {dtype}; supported: "
@@ -223,7 +234,9 @@ def _infer_outputs(module, values: list, src: Path) -> tuple[dict[str, _Tensor] 
         raise KernelBenchError(f"{src}: get_init_inputs() fails: {_one_line(exc)}") from None
     try:
         with torch.device("meta"):
-            out = module.Model(*init)(*[torch.empty_like(t, device="meta") for t in values])
+            args = [torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t
+                    for t in values]
+            out = module.Model(*init)(*args)
     except Exception as meta_exc:  # not meta-friendly (.item(), data-dependent shapes, ...)
         try:
             out = _real_forward(module, init)
@@ -333,15 +346,19 @@ def _shape(shape: tuple[int, ...], axes: dict[int, str]) -> str:
 
 
 def _tensor_lines(group: str, name: str, spec: _Tensor, axes: dict[int, str]) -> list[str]:
-    lines = [f"[{group}.{name}]", f'dtype = "{spec.dtype}"', f"shape = {_shape(spec.shape, axes)}"]
-    if group == "inputs":
-        if spec.low is not None:
-            lines.append(f'dist = {{ kind = "randint", low = {spec.low}, high = {max(spec.high, spec.low + 1)} }}')
-        elif spec.dtype == "bool":
-            lines.append('dist = { kind = "randint", low = 0, high = 2 }')
-        else:
-            lines.append('dist = { kind = "normal", mean = 0.0, std = 1.0 }')
+    lines = [f"# {spec.note}"] if spec.note else []
+    lines += [f"[{group}.{name}]", f'dtype = "{spec.dtype}"', f"shape = {_shape(spec.shape, axes)}"]
+    if group == "inputs" and not spec.note:  # a plain number's value comes from get_inputs()
+        lines.append(_dist_line(spec))
     return lines + [""]
+
+
+def _dist_line(spec: _Tensor) -> str:
+    if spec.low is not None:
+        return f'dist = {{ kind = "randint", low = {spec.low}, high = {max(spec.high, spec.low + 1)} }}'
+    if spec.dtype == "bool":
+        return 'dist = { kind = "randint", low = 0, high = 2 }'
+    return 'dist = { kind = "normal", mean = 0.0, std = 1.0 }'
 
 
 def _render(src: Path, problem: _Problem) -> str:
