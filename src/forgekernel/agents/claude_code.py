@@ -161,7 +161,8 @@ class ClaudeCodeCoder:
     def implement(self, ctx: CoderContext) -> CoderResult:
         allowed, tools, bash_note = check_rules(ctx.check_command)
         system = prompting.coder_system(ctx.task, CLAUDE_TOOLS_NOTE.format(bash=bash_note))
-        check = (f"Run the check command `{shlex.join(ctx.check_command)}` with Bash before you "
+        check = (f"Run the check command `{shlex.join(ctx.check_command)}` with Bash (exactly "
+                 "as written; it may take minutes, so give Bash a 600000 ms timeout) before you "
                  "finish." if ctx.check_command else "")
         instructions = prompting.coder_instructions(ctx, check, "End with a one-line summary.")
         session = self.sessions.get(ctx.milestone.id)
