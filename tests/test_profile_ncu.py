@@ -112,3 +112,41 @@ def test_recorded_h200_outputs_parse(path):
     assert 0 < m["dram_pct"] <= 100
     assert m["regs"] > 0
     assert set(m) <= set(METRICS)
+
+
+def test_h200_triton_rmsnorm_counters():
+    text = (FIXTURES / "h200_rmsnorm_triton_M16384_N8192.csv").read_text()
+    kernels, notes = ncu.parse_csv(text)
+    assert [k.name for k in kernels] == ["rmsnorm_row_kernel"]
+    assert any("unmodified GPU clocks" in n for n in notes)  # --clock-control none
+    m = ncu.summarize(kernels)
+    minimal = 2 * 16384 * 8192 * 2 + 2 * 8192
+    assert m["dram_bytes"] == pytest.approx(minimal, rel=0.1)  # one pass over the data
+    assert 0.05 < m["ncu_ms"] < 1.0  # nanoseconds in the file, milliseconds here
+    assert m["dram_tbs"] == pytest.approx(m["dram_bytes"] / (m["ncu_ms"] * 1e-3) / 1e12)
+    assert m["local_st_insts"] == 0
+    assert m["occupancy_pct"] <= m["occupancy_theoretical_pct"]
+
+
+def test_h200_eager_rmsnorm_has_eight_kernels_and_moves_far_more_than_minimal():
+    kernels, _ = ncu.parse_csv((FIXTURES / "h200_rmsnorm_eager_M16384_N8192.csv").read_text())
+    assert len(kernels) == 8
+    assert any("reduce_kernel" in k.name for k in kernels)
+    m = ncu.summarize(kernels)
+    minimal = 2 * 16384 * 8192 * 2 + 2 * 8192
+    assert m["dram_bytes"] > 5 * minimal
+
+
+def test_h200_triton_matmul_uses_the_tensor_pipe():
+    m = ncu.summarize(ncu.parse_csv((FIXTURES / "h200_matmul_triton_M4096_N4096_K4096.csv").read_text())[0])
+    assert m["tensor_pct"] > 50
+    assert m["smem_bytes"] > 32 * 1024
+
+
+def test_h200_query_metrics_excerpt():
+    known = ncu.parse_query_metrics((FIXTURES / "h200_query_metrics_excerpt.txt").read_text())
+    assert {"dram__bytes", "gpu__time_duration", "lts__t_sector_hit_rate"} <= known
+    assert not any("." in k for k in known)  # 'FBSP.TriageCompute.x' rows are not metric names
+    keep, drop = ncu.select_metrics(known)
+    # what the H200 run reported dropping
+    assert drop == ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"]
