@@ -164,12 +164,20 @@ def _forbidden_calls(calls: list[str], forbid: tuple[str, ...]) -> str | None:
 def audit(call: Callable[[], Any], *, device: str, own: list[str], forbid: tuple[str, ...],
           ref_ops: set[str]) -> dict[str, Any]:
     """Run the audit; returns the profile summary or raises a REJECTED Failure."""
+    cuda = device.startswith("cuda")
     with EagerCalls() as eager:
-        summary = (_audit_cuda(call, own, forbid) if device.startswith("cuda")
-                   else _audit_interpreter(call, own))
+        summary, mine, others, out = _trace_cuda(call, own) if cuda else _trace_interpreter(call, own)
     bad = _forbidden_calls(eager.calls, forbid)
     if bad:
         _reject(f"the call used {bad}, which the task forbids", summary, "forbidden")
+    if not mine:
+        launched = ", ".join(str(k["name"])[:60] for k in summary["kernels"][:5]) or "nothing"
+        _reject(f"none of your kernels ran during the call (launched: {launched}); a defined "
+                "kernel must be launched and do the work", summary, "no_launch")
+    if cuda:
+        _check_cuda(summary, mine, others, forbid)
+    else:
+        _check_outputs(summary, mine, out)
     ops = eager.compute()
     overlap = sorted(ops & ref_ops)
     summary["eager_ops"] = sorted(ops)
@@ -179,35 +187,32 @@ def audit(call: Callable[[], Any], *, device: str, own: list[str], forbid: tuple
     return summary
 
 
-def _audit_cuda(call: Callable[[], Any], own: list[str], forbid: tuple[str, ...]) -> dict[str, Any]:
+def _trace_cuda(call: Callable[[], Any], own: list[str]) -> tuple[dict[str, Any], list[Any], list[Any], Any]:
     from forgekernel.profile.launches import capture_launches
 
     trace = capture_launches(call, device="cuda")
     summary = _summary(trace, own)
     mine = [k for k in trace.kernels if is_own(k.name, own)]
-    others = [k for k in trace.kernels if not is_own(k.name, own)]
-    if not mine:
-        launched = ", ".join(k.name[:60] for k in trace.kernels[:5]) or "nothing"
-        _reject(f"none of your kernels ran during the call (launched: {launched}); a defined "
-                "kernel must be launched and do the work", summary, "no_launch")
+    return summary, mine, [k for k in trace.kernels if not is_own(k.name, own)], None
+
+
+def _check_cuda(summary: dict[str, Any], mine: list[Any], others: list[Any], forbid: tuple[str, ...]) -> None:
     for entry, pattern in forbidden_patterns(forbid):
         hits = [k.name for k in others if pattern.search(k.name)]
         if hits:
             _reject(f"a kernel of {entry}, which the task forbids, ran: {hits[0][:80]}", summary, "forbidden")
-    total = sum(k.time_ms or 0.0 for k in trace.kernels)
+    total = sum(k.time_ms or 0.0 for k in (*mine, *others))
     share = sum(k.time_ms or 0.0 for k in mine) / total if total > 0 else 1.0
     summary["own_share"] = share
     if share < OWN_SHARE_MIN:
         top = max(others, key=lambda k: k.time_ms or 0.0)
         _reject(f"your kernels carried only {share:.0%} of the device time; most went to "
                 f"{top.name[:80]}", summary, "share")
-    return summary
 
 
-def _audit_interpreter(call: Callable[[], Any], own: list[str]) -> dict[str, Any]:
-    """CPU: own Triton launches seen by the interpreter hook; outputs must be their arguments."""
-    import torch
-
+def _trace_interpreter(call: Callable[[], Any],
+                       own: list[str]) -> tuple[dict[str, Any], list[Any], list[Any], Any]:
+    """CPU: Triton launches seen by the interpreter hook (with their arguments)."""
     from forgekernel.profile.launches import triton_launches
 
     with triton_launches(keep_args=True) as seen:
@@ -217,10 +222,13 @@ def _audit_interpreter(call: Callable[[], Any], own: list[str]) -> dict[str, Any
         {"name": n, "count": names.count(n), "own": n in own} for n in dict.fromkeys(names)],
         "launch_source": "triton-interpreter"}
     mine = [launch for launch in seen if launch.name in own]
-    if not mine:
-        _reject("none of your Triton kernels ran during the call (launched: "
-                f"{', '.join(names[:5]) or 'nothing'}); a defined kernel must be launched and do "
-                "the work", summary, "no_launch")
+    return summary, mine, [launch for launch in seen if launch.name not in own], out
+
+
+def _check_outputs(summary: dict[str, Any], mine: list[Any], out: Any) -> None:
+    """Every output must have been an argument of one of the candidate's own launches."""
+    import torch
+
     storages = {a.untyped_storage().data_ptr() for launch in mine
                 for a in (*launch.args, *launch.kwargs.values()) if isinstance(a, torch.Tensor)}
     outs = out if isinstance(out, (tuple, list)) else (out,)
@@ -228,7 +236,6 @@ def _audit_interpreter(call: Callable[[], Any], own: list[str]) -> dict[str, Any
         if not isinstance(o, torch.Tensor) or o.untyped_storage().data_ptr() not in storages:
             _reject(f"output {i} was not written by any of your Triton kernels (it came from "
                     "PyTorch code around them)", summary, "output_not_written")
-    return summary
 
 
 def _reject(reason: str, summary: dict[str, Any], kind: str) -> None:

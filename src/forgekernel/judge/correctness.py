@@ -167,12 +167,13 @@ def compare(out: Any, ref64: Any, tol: OutputTolerance) -> Check:
         check.ok, check.kind = False, "values"
         check.message = f"max normalised error {check.max_rel:.3g} exceeds the tolerance {tol.tol:.3g}"
         return check
-    return _degenerate(check, value, ref64, finite)
+    return _degenerate(check, value, ref64, finite, out.dtype)
 
 
-def _degenerate(check: Check, value: Any, ref64: Any, finite: Any) -> Check:
-    """All-zero or constant outputs fail when the reference is not (even within tolerance)."""
-    ref_vals = ref64[finite]
+def _degenerate(check: Check, value: Any, ref64: Any, finite: Any, dtype: Any) -> Check:
+    """All-zero or constant outputs fail when the reference, rounded to the output dtype, is
+    not (even within tolerance)."""
+    ref_vals = ref64[finite].to(dtype)
     if bool((value == 0).all()) and bool((ref_vals != 0).any()):
         check.ok, check.kind, check.message = False, "zero", "the output is all zeros and the reference is not"
     elif value.numel() > 1 and bool((value == value.reshape(-1)[0]).all()) and \

@@ -1,0 +1,104 @@
+"""`forge judge` and `forge check`: judge one kernel against a task.
+
+Exit codes: 0 when the verdict is PASSED, 1 for any other verdict, 2 for bad input (one
+line on stderr). ``--json`` prints only the Verdict JSON on stdout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from forgekernel.cli import app
+
+DELIVERY_HELP = "Where the worker runs: cpu (Triton interpreter), local (this GPU) or auto."
+
+
+def _runner(delivery: str | None):
+    from forgekernel.config import load_settings
+    from forgekernel.delivery import make_runner
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.errors import ForgeError
+
+    settings = load_settings({"delivery": delivery})
+    name, _why = resolve_delivery(settings.delivery)
+    if name not in ("cpu", "local"):
+        raise ForgeError(f"delivery '{name}' cannot run `forge judge` yet; use cpu or local")
+    return make_runner(name, gpu=settings.gpu)
+
+
+def _run(task_dir: Path, kernel: Path, delivery: str | None, options, as_json: bool) -> None:
+    from forgekernel.judge import judge
+    from forgekernel.judge.candidate import resolve
+    from forgekernel.task import load_task
+
+    task = load_task(task_dir, check_reference=False)  # the worker imports it; torch stays out of here
+    resolve(kernel)  # bad paths fail here, before a worker starts
+    verdict = judge(task, kernel, _runner(delivery), options)
+    if as_json:
+        typer.echo(verdict.model_dump_json())
+    else:
+        _print(verdict)
+    raise typer.Exit(0 if verdict.passed else 1)
+
+
+def _print(verdict) -> None:
+    typer.echo(f"{verdict.status.value}  candidate {verdict.candidate}  ({verdict.delivery}, "
+               f"{verdict.device}, {verdict.wall_s:.1f} s)")
+    if verdict.reason:
+        typer.echo(f"reason: {verdict.reason}")
+    for w in verdict.workloads:
+        if w.hidden:
+            continue
+        label = " x ".join(f"{k}={v}" for k, v in w.axes.items()) or "workload"
+        state = {True: "ok", False: "FAIL", None: "-"}[w.passed]
+        err = f"err {w.max_rel_err:.3g} / tol {w.tolerance:.3g}" if w.max_rel_err is not None else ""
+        timing = ""
+        if w.median_ms is not None:
+            timing = (f"  {w.median_ms:.4f} ms vs ref {w.reference_ms:.4f} ms = {w.speedup:.2f}x"
+                      f" [{w.timing_label}]")
+        typer.echo(f"  {label:<24} {state:<4} {err}{timing}")
+    hidden = [w for w in verdict.workloads if w.hidden]
+    if hidden:
+        typer.echo(f"  hidden workloads: {sum(w.passed is True for w in hidden)} of {len(hidden)} passed")
+    if verdict.speedup is not None:
+        label = verdict.workloads[0].timing_label if verdict.workloads else ""
+        typer.echo(f"speedup (geometric mean): {verdict.speedup:.3f}x, noise floor "
+                   f"{verdict.noise_floor:.3f} [{label}]")
+    if verdict.feedback:
+        typer.echo("\n" + verdict.feedback)
+
+
+@app.command()
+def judge(
+    task_dir: Path = typer.Argument(..., help="Task directory (task.toml + reference.py)."),
+    kernel: Path = typer.Argument(..., help="kernel.py, or a directory holding one."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the Verdict JSON."),
+    delivery: str = typer.Option(None, "--delivery", help=DELIVERY_HELP),
+    trials: int = typer.Option(None, "--trials", min=1, max=50, help="Fresh-seed trials per workload."),
+    timeout: float = typer.Option(None, "--timeout", min=1, help="Hard limit of the worker, seconds."),
+    no_timing: bool = typer.Option(False, "--no-timing", help="Correctness and integrity only."),
+    graphs: bool = typer.Option(False, "--graphs", help="Also time CUDA-graph replay (GPU)."),
+    perf_reference: Path = typer.Option(None, "--perf-reference",
+                                        help="Kernel dir timed as the performance reference."),
+) -> None:
+    """Judge a kernel: correctness on visible and hidden workloads, integrity, timing."""
+    from forgekernel.judge import JudgeOptions
+
+    options = JudgeOptions(trials=trials, timeout_s=timeout, timing=not no_timing, graphs=graphs,
+                           perf_reference=perf_reference)
+    _run(task_dir, kernel, delivery, options, as_json)
+
+
+@app.command()
+def check(
+    task_dir: Path = typer.Argument(..., help="Task directory (task.toml + reference.py)."),
+    kernel: Path = typer.Argument(..., help="kernel.py, or a directory holding one."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the Verdict JSON."),
+    delivery: str = typer.Option(None, "--delivery", help=DELIVERY_HELP),
+) -> None:
+    """Quick check: compile and correctness on the visible smoke workloads (no timing, no hidden)."""
+    from forgekernel.judge import check_options
+
+    _run(task_dir, kernel, delivery, check_options(), as_json)
