@@ -222,10 +222,10 @@ def test_architect_fails_after_bounded_invalid_curricula(kind):
     with fake(architect_script(3, PLAN)) as srv:
         arch = module.make_architect(settings(model="m"), api_key="k", max_invalid=2,
                                      base_url=srv.url + ("/v1" if kind == "openai" else ""))
-        with pytest.raises(AgentError, match="2 invalid curricula") as info:
+        with pytest.raises(AgentError, match="3 invalid curricula") as info:
             arch.plan(architect_ctx())
-    assert info.value.cost.turns == 2
-    assert srv.remaining == 2
+    assert info.value.cost.turns == 3
+    assert srv.remaining == 1
 
 
 def test_prompts_never_show_hidden_workloads_and_fill_every_placeholder(tmp_path):

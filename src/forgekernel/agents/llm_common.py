@@ -85,7 +85,7 @@ class Limits:
     """HTTP timeout of one request."""
     check_timeout_s: float = 300.0
     max_invalid: int = 3
-    """Invalid curricula returned to the architect before it fails."""
+    """Invalid curricula returned to the architect with their errors; one more fails it."""
     nudges: int = 2
     """Text-only replies answered with a reminder to use the tools before the loop ends."""
 
@@ -277,7 +277,8 @@ class LoopCoder:
 
 
 def architect_tools(found: dict[str, Curriculum], max_invalid: int, agent: str) -> ToolBox:
-    """``submit_curriculum``: validate; errors go back to the model, ``max_invalid`` times."""
+    """``submit_curriculum``: validate; errors go back to the model up to ``max_invalid``
+    times, the next invalid submission is an AgentError."""
     invalid: list[str] = []
 
     def submit(args: dict[str, Any]) -> ToolOutcome:
@@ -285,7 +286,7 @@ def architect_tools(found: dict[str, Curriculum], max_invalid: int, agent: str) 
             found["curriculum"] = curriculum_io.loads(args["toml"])
         except curriculum_io.CurriculumError as exc:
             invalid.append(str(exc))
-            if len(invalid) >= max_invalid:
+            if len(invalid) > max_invalid:
                 raise AgentError(f"{agent} architect: {len(invalid)} invalid curricula; the last: "
                                  f"{' | '.join(str(exc).splitlines())}") from None
             return ToolOutcome(f"invalid curriculum, fix and submit again:\n{exc}", True)
