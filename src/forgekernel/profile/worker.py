@@ -25,7 +25,11 @@ def main() -> None:
         else:
             result = _profile(payload, env.timing_label)
     except Exception as exc:  # the one answer says what went wrong; the parent raises it
+        import traceback
+
         from forgekernel.errors import ForgeError
+
+        traceback.print_exc()  # to the worker's stderr, which the runner keeps a tail of
 
         kind = "" if isinstance(exc, ForgeError) else f"{type(exc).__name__}: "
         result = {"error": f"{kind}{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
