@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU proof for the run engine (issue 6): `forge run` with the built-in agent on the H200 for
+# rmsnorm, softmax, swiglu and matmul, small budgets, then a tarball of each run's report,
+# ledger, curriculum, best kernel and verdict under $OUT (the device tool returns <= 8 files).
+# Run there as: source scripts/gpu_env.sh && bash benchmarks/gpu_engine.sh
+set -uo pipefail
+ITER=${ITER:-6}
+MINUTES=${MINUTES:-1.5}
+TASKS=${TASKS:-"rmsnorm softmax swiglu matmul"}
+WORK=${WORK:-/tmp/forge_engine}
+rm -rf "$WORK" && mkdir -p "$WORK"
+for t in $TASKS; do
+  echo "=== forge run tasks/$t (builtin, local, <= $ITER attempts, <= $MINUTES min)"
+  start=$(date +%s)
+  python3 -m forgekernel.cli run "tasks/$t" --out "$WORK/$t" --delivery local --agent builtin \
+    --max-iterations "$ITER" --max-minutes "$MINUTES" > "$WORK/$t.log" 2>&1
+  rc=$?
+  echo "exit $rc after $(( $(date +%s) - start )) s"
+  echo "$rc" > "$WORK/$t.exit"
+  grep -E "^(best|target|report)" "$WORK/$t.log" || tail -5 "$WORK/$t.log"
+done
+python3 - "$WORK" <<'PY'
+import json, subprocess, sys, datetime, platform
+from pathlib import Path
+import torch, triton
+work = Path(sys.argv[1])
+meta = {"device": torch.cuda.get_device_name(0), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
+        "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "runs": {}}
+for log in sorted(work.glob("*.log")):
+    t = log.stem
+    meta["runs"][t] = {"exit": int((work / f"{t}.exit").read_text()), "tail": log.read_text().splitlines()[-6:]}
+(work / "engine_meta.json").write_text(json.dumps(meta, indent=2))
+PY
+tar czf "${OUT:-/tmp}/engine_runs.tgz" -C "$WORK" --exclude=workspace --exclude=candidates --exclude=task .
+echo "wrote ${OUT:-/tmp}/engine_runs.tgz"
