@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from forgekernel import curriculum, templates
-from forgekernel.agents import backend_module
+from forgekernel.agents import backend_module, builtin_ops
 from forgekernel.agents.base import AgentError, ArchitectContext, AttemptNote, CoderContext
 from forgekernel.agents.builtin import make_architect, make_coder
 from forgekernel.config import load_settings
@@ -202,22 +199,43 @@ def test_coder_stops_at_a_failed_value():
     assert search.next_config(params, history[:2]).knobs["BLOCK_N"] == 2048
 
 
-def test_coder_kernel_runs_under_the_interpreter(tmp_path):
-    task, src = _task("rmsnorm")
-    cur = _plan("rmsnorm").curriculum
+@pytest.mark.parametrize("name", TASKS)
+def test_every_rendering_passes_the_judges_source_policy(name, tmp_path):
+    from forgekernel.judge import policy
+
+    task, src = _task(name)
+    match = builtin_ops.match(task, src)
+    for tpl in match.templates:
+        (tmp_path / "kernel.py").write_text(
+            templates.render(templates.complete(tpl), match.op, match.params, match.constants))
+        checked = policy.check_sources(tmp_path, task.policy.forbid)
+        assert not checked.syntax_error and not checked.violations, (tpl.name, checked.violations)
+        assert checked.own_kernels
+
+
+def _judge_m0(name: str, tmp_path: Path):
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+
+    task, src = _task(name)
+    cur = _plan(name).curriculum
     res = make_coder().implement(_coder_ctx(task, src, cur, cur.milestones[0], (), tmp_path))
-    assert res.error == "" and (tmp_path / "kernel.py").is_file()
-    script = (
-        "import sys, torch; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2])\n"
-        "import kernel, reference\n"
-        "x = torch.randn(5, 300, dtype=torch.bfloat16); w = torch.randn(300, dtype=torch.bfloat16)\n"
-        "want = reference.run(x.double(), w.double())\n"
-        "err = ((kernel.run(x, w).double() - want).abs().max() / want.abs().max()).item()\n"
-        "assert err < 2e-2, err\n")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path), str(REPO / "tasks" / "rmsnorm")],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert res.error == ""
+    return judge(task, tmp_path, make_runner("cpu"), JudgeOptions(timing=False))
+
+
+def test_coder_kernel_passes_the_judge_on_cpu(tmp_path):
+    """The M0 kernel for rmsnorm, through the real judge (hidden odd shapes included)."""
+    verdict = _judge_m0("rmsnorm", tmp_path)
+    assert verdict.passed, verdict.feedback
+    assert any(w.hidden for w in verdict.workloads)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [t for t in TASKS if t != "rmsnorm"])
+def test_coder_kernels_pass_the_judge_on_cpu(name, tmp_path):
+    verdict = _judge_m0(name, tmp_path)
+    assert verdict.passed, verdict.feedback
 
 
 def test_registry_and_bad_params():

@@ -193,6 +193,6 @@ def render(cfg: Config, op: str, params: tuple[str, ...], constants: dict[str, A
     body = _ASSIGN.sub(subst, head.group("body"))
     text = text[:head.start("body")] + body + text[head.end("body"):]
     args = ", ".join(params)
-    entry = (f"\n\n# --- entry point: {op} ({note or 'forgekernel built-in agent'}) ---\n"
+    entry = (f"\n\n# --- entry point: {op} ({note or 'built-in agent'}) ---\n"
              f"def run({args}):\n    return {op}({args})\n")
     return text.rstrip("\n") + "\n" + entry

@@ -1,4 +1,4 @@
-"""forgekernel template gated_flat: element-wise gated activation over the flattened tensors.
+"""Built-in template gated_flat: element-wise gated activation over the flattened tensors.
 
 ``silu(gate) * up`` with PyTorch's bf16 rounding order (silu rounded to the input dtype,
 then the product rounded): one 1-D program per BLOCK contiguous elements.

@@ -1,4 +1,4 @@
-"""forgekernel template gated_rows: element-wise gated activation on a 2-D grid of row tiles.
+"""Built-in template gated_rows: element-wise gated activation on a 2-D grid of row tiles.
 
 ``silu(gate) * up`` with PyTorch's bf16 rounding order; program (i, j) covers ROWS rows and
 BLOCK_N columns, so strided rows need no copy and each program moves a fixed tile.

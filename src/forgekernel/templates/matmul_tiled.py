@@ -1,4 +1,4 @@
-"""forgekernel template matmul_tiled: output tiles with grouped program ordering and tl.dot.
+"""Built-in template matmul_tiled: output tiles with grouped program ordering and tl.dot.
 
 C = A @ B for A [M, K], B [K, N] (any strides): each program owns a BLOCK_M x BLOCK_N tile
 of C, walks K in BLOCK_K steps with fp32 accumulation on the tensor cores, and programs are

@@ -1,4 +1,4 @@
-"""forgekernel template rope_rows: rotate_half rotary embedding, ROWS head-rows per program.
+"""Built-in template rope_rows: rotate_half rotary embedding, ROWS head-rows per program.
 
 q [..., S, H, D] viewed as rows of D; row r is position (r // H) % S. Each program loads
 ROWS rows as two halves, reads that position's cos/sin, and writes

@@ -1,4 +1,4 @@
-"""forgekernel template rownorm_looped: one program per row, looping over column blocks.
+"""Built-in template rownorm_looped: one program per row, looping over column blocks.
 
 For very long rows that do not fit in registers: a statistics pass (two for LayerNorm)
 then a normalising pass over BLOCK_N-wide chunks; the re-reads mostly hit L2.

@@ -1,4 +1,4 @@
-"""forgekernel template rownorm_multirow: several rows per program in one 2-D block.
+"""Built-in template rownorm_multirow: several rows per program in one 2-D block.
 
 For short rows (hidden <= ~2K) and many tokens: one program covers ROWS rows, so each
 program moves enough bytes to hide latency, and there are fewer, fatter programs.

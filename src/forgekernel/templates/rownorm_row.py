@@ -1,4 +1,4 @@
-"""forgekernel template rownorm_row: one program per row, the whole row in registers.
+"""Built-in template rownorm_row: one program per row, the whole row in registers.
 
 Fused row-wise normalisation (RMSNorm, LayerNorm, residual add + RMSNorm): every element
 is read once and written once; statistics in fp32.

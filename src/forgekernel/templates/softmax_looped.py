@@ -1,4 +1,4 @@
-"""forgekernel template softmax_looped: online softmax over column blocks, one row per program.
+"""Built-in template softmax_looped: online softmax over column blocks, one row per program.
 
 For long rows: one pass keeps a running max and rescaled sum per lane, a second pass writes
 exp(x - max) / sum; registers stay bounded for any row length.

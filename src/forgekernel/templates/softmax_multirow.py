@@ -1,4 +1,4 @@
-"""forgekernel template softmax_multirow: several rows per program in one 2-D block.
+"""Built-in template softmax_multirow: several rows per program in one 2-D block.
 
 For short rows and many of them: each program covers ROWS rows.
 """

@@ -1,4 +1,4 @@
-"""forgekernel template softmax_row: one program per row, the whole row in registers.
+"""Built-in template softmax_row: one program per row, the whole row in registers.
 
 Row softmax (or log-softmax) over the last axis with fp32 max/exp/sum: one read, one write.
 """

@@ -1,4 +1,4 @@
-"""forgekernel template xent_looped: mean cross-entropy, one program per row, online logsumexp.
+"""Built-in template xent_looped: mean cross-entropy, one program per row, online logsumexp.
 
 Each program streams its row of logits in BLOCK_V chunks keeping a running max and rescaled
 sum per lane (fp32), picks the target's logit, and writes the row's loss; a second one-program
