@@ -78,6 +78,8 @@ def check_outcome(tmp: Path, proc: subprocess.CompletedProcess, agent: str) -> d
     events = [json.loads(line) for line in (run / "ledger.jsonl").read_text().splitlines()]
     judged = [e for e in events if e.get("verdict")]
     assert judged and judged[0]["verdict"]["status"] == "PASSED", out
+    if not judge_args():
+        assert judged[0]["verdict"]["judge"].startswith("forgekernel")  # the real judge
     assert judged[0]["agent"]["agent"] == agent and judged[0]["agent"]["input_tokens"] > 0
     report = (run / "report.md").read_text()
     assert "best:" in report and "cpu-interpret" in report
@@ -89,12 +91,16 @@ def test_forge_run_with_openai_coder_and_architect(tmp_path):
     steps = [plan,
              {"text": "Writing the kernel.", "tool_calls": [
                  {"name": "write_file", "input": {"path": "kernel.py", "content": KERNEL}}]},
+             {"tool_calls": [{"name": "run_check", "input": {}}]},
              {"tool_calls": [{"name": "finish", "input": {"summary": "one program per row"}}]}]
     with FakeOpenAI(steps) as srv:
         proc = forge_run(tmp_path, {"OPENAI_BASE_URL": srv.url + "/v1"}, "--agent", "openai")
     attempt = check_outcome(tmp_path, proc, "openai")
     assert attempt["row"] == "M0.1" and attempt["agent"]["model"] == "fake"
     assert srv.remaining == 0
+    check_result = srv.scripted()[3].body["messages"][-1]
+    assert check_result["role"] == "tool" and check_result["content"].startswith("exit code 0")
+    assert '"status":"PASSED"' in check_result["content"].replace(" ", "")
     plans = [json.loads(x) for x in (tmp_path / "run" / "ledger.jsonl").read_text().splitlines()
              if '"kind":"plan"' in x.replace(" ", "")]
     assert plans and plans[0]["agent"]["agent"] == "openai"
