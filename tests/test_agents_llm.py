@@ -286,3 +286,64 @@ def test_openai_compatible_server_model_is_discovered(tmp_path):
     assert srv.paths()[0] == "GET /v1/models"
     assert srv.scripted()[0].body["model"] == "fake" == res.cost.model
     assert "max_tokens" in srv.scripted()[0].body and "stream" not in srv.scripted()[0].body
+
+
+class _Minimal:
+    """A bare OpenAI-compatible server written without our fakes: no /models, no usage,
+    tool-call arguments as an object, no tool-call ids (as some local servers answer)."""
+
+    def __init__(self, replies):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.replies, self.bodies = list(replies), []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("content-length") or 0)
+                outer.bodies.append(json.loads(self.rfile.read(n)))
+                self._send(200, {"choices": [{"index": 0, "finish_reason": "tool_calls",
+                                              "message": outer.replies.pop(0)}]})
+
+            def do_GET(self):
+                self._send(404, {"detail": "not here"})
+
+            def _send(self, code, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_openai_backend_tolerates_a_minimal_compatible_server(tmp_path):
+    ws = workspace(tmp_path)
+    replies = [{"role": "assistant", "content": None, "tool_calls": [{"type": "function", "function": {
+                   "name": "write_file", "arguments": {"path": "kernel.py", "content": "X = 2\n"}}}]},
+               {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+                   "name": "finish", "arguments": "{\"summary\": \"wrote it\"}"}}]}]
+    server = _Minimal(replies)
+    with server as url:
+        res = openai_api.make_coder(settings(openai_base_url=url)).implement(coder_ctx(ws))
+    assert (ws / "kernel.py").read_text() == "X = 2\n"
+    assert res.error == "" and res.summary.startswith("wrote it")
+    assert server.bodies[0]["model"] == "default"  # no /models: the server picks its model
+    echoed = server.bodies[1]["messages"][-2]["tool_calls"][0]
+    assert json.loads(echoed["function"]["arguments"])["content"] == "X = 2\n"
+    assert server.bodies[1]["messages"][-1]["tool_call_id"] == echoed["id"]

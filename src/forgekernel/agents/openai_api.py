@@ -108,7 +108,7 @@ def _assemble(stream: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], 
                 slot["id"] = tc.id or slot["id"]
                 if tc.function is not None:
                     slot["name"] += tc.function.name or ""
-                    slot["arguments"] += tc.function.arguments or ""
+                    slot["arguments"] += _text_args(tc.function.arguments)
             finish = choice.finish_reason or finish
     ordered = [calls[i] for i in sorted(calls)]
     for i, c in enumerate(ordered):
@@ -119,10 +119,16 @@ def _assemble(stream: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], 
 def _whole(resp: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], str]:
     choice = resp.choices[0]
     msg = choice.message
-    calls = [{"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments or ""}
-             for tc in msg.tool_calls or ()]
+    calls = [{"id": tc.id or f"call_{i}", "name": tc.function.name,
+              "arguments": _text_args(tc.function.arguments)}
+             for i, tc in enumerate(msg.tool_calls or ())]
     usage = (resp.usage.prompt_tokens, resp.usage.completion_tokens) if resp.usage else (0, 0)
     return msg.content or "", calls, usage, choice.finish_reason or ""
+
+
+def _text_args(raw: Any) -> str:
+    """Arguments as the JSON text the API specifies (some servers send an object)."""
+    return json.dumps(raw) if isinstance(raw, dict) else str(raw or "")
 
 
 def _args(raw: str) -> dict[str, Any] | None:
