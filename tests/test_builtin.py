@@ -9,7 +9,13 @@ import pytest
 
 from forgekernel import curriculum, templates
 from forgekernel.agents import backend_module, builtin_ops
-from forgekernel.agents.base import AgentError, ArchitectContext, AttemptNote, CoderContext
+from forgekernel.agents.base import (
+    AgentError,
+    ArchitectContext,
+    AttemptNote,
+    CoderContext,
+    NothingToTry,
+)
 from forgekernel.agents.builtin import make_architect, make_coder
 from forgekernel.config import load_settings
 from forgekernel.records import Profile
@@ -169,9 +175,10 @@ def test_coder_climbs_never_repeats_and_exhausts(tmp_path):
     for m in cur.milestones:
         for row in m.rows:
             for _ in range(40):
-                res = coder.implement(_coder_ctx(task, src, cur, m, history, tmp_path, row))
-                if res.error:
-                    assert res.error == "exhausted"
+                try:
+                    res = coder.implement(_coder_ctx(task, src, cur, m, history, tmp_path, row))
+                except NothingToTry as exc:
+                    assert "exhausted" in str(exc)
                     break
                 cfg = templates.Config.parse(res.summary)
                 assert cfg is not None and cfg.key() == res.summary and res.summary not in seen

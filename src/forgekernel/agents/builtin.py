@@ -7,7 +7,8 @@ from the reference profile and the roofline (:mod:`builtin_plan`); re-plans foll
 :mod:`builtin_replan`. The coder (:class:`BuiltinCoder`) reads the row's ``params``, picks
 the next configuration from the measured history (:mod:`builtin_search`), renders the
 template into ``workspace/kernel.py`` and reports the configuration as canonical JSON in
-its summary. A task no template covers raises AgentError naming the LLM agents.
+its summary; when a row's search is exhausted it raises NothingToTry (the engine closes the
+row). A task no template covers raises AgentError naming the LLM agents.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from forgekernel.agents.base import (
     ArchitectResult,
     CoderContext,
     CoderResult,
+    NothingToTry,
 )
 from forgekernel.records import AgentCost, TaskSpec
 
@@ -63,8 +65,8 @@ class BuiltinCoder:
         cfg = search.next_config(params, ctx.history)
         if cfg is None:
             mid = search.centre(params, search.outcomes(ctx.history))
-            return CoderResult(summary=f"exhausted: every neighbour of {mid.key()} was judged",
-                               cost=_cost(), error="exhausted")
+            raise NothingToTry(f"exhausted: {mid.key()} and its neighbours in the row's space "
+                               "were all judged")
         text = templates.render(cfg, match.op, match.params, match.constants,
                                 note=f"task {ctx.task.name}, row {ctx.row.id}")
         ctx.workspace.mkdir(parents=True, exist_ok=True)
