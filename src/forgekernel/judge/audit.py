@@ -65,7 +65,7 @@ TRIVIAL_CALLS = frozenset({
 
 def base_name(name: str) -> str:
     """``void ns::kern<T>(args)`` -> ``kern``."""
-    text = name.strip().removeprefix("void ").strip()
+    text = name.replace("(anonymous namespace)", "").strip().removeprefix("void ").strip()
     text = re.split(r"[(<\[]", text, maxsplit=1)[0]
     return text.rsplit("::", 1)[-1].strip()
 

@@ -68,7 +68,8 @@ FRAME_ATTRS = {"f_back", "f_globals", "f_locals", "f_code", "f_builtins", "gi_fr
                "cr_frame", "ag_frame", "tb_next"}
 TENSOR_CLASSES = {"torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase", "torch.nn.Parameter"}
 FORBIDDEN_STRINGS = ("reference.py", "/proc/", "forgekernel")
-CUDA_KERNEL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>\s]*?\b(\w+)\s*\(")
+CUDA_KERNEL = re.compile(r"__global__\s+[\w:<>\s*]*?\b(\w+)\s*\(")
+LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 
 
 @dataclass
@@ -92,7 +93,7 @@ def check_sources(root: Path, forbid: tuple[str, ...] | list[str]) -> PolicyResu
             text = path.read_text()
         except (UnicodeDecodeError, OSError):
             continue
-        own.update(CUDA_KERNEL.findall(text))
+        own.update(CUDA_KERNEL.findall(LAUNCH_BOUNDS.sub(" ", text)))
         if path.suffix != ".py":
             continue
         try:

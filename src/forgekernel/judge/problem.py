@@ -28,6 +28,15 @@ def outputs_of(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
+def _accepts_device(fn: Callable[..., Any]) -> bool:
+    import inspect
+
+    try:
+        return "device" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class Problem:
     """Builds inputs, the reference (own dtype and float64) and the candidate's callable."""
 
@@ -54,7 +63,8 @@ class Problem:
             return list(inp.to_device(list(self.ref.get_inputs()), self.device))
         make = getattr(self.ref, "make_inputs", None)
         if make is not None:
-            return list(inp.to_device(list(make(dict(workload.axes), seed)), self.device))
+            kwargs = {"device": self.device} if _accepts_device(make) else {}
+            return list(inp.to_device(list(make(dict(workload.axes), seed, **kwargs)), self.device))
         gen = inp.generator(seed, self.device)
         return [inp.draw(spec, shape_of(spec, workload.axes), gen, self.device)
                 for spec in self.task.inputs.values()]

@@ -1,0 +1,100 @@
+"""Every kernel fixture through the real CPU judge (fresh worker, Triton interpreter).
+
+correct/ must PASS, wrong/ must fail with the right status, cheating/ must never PASS.
+Fixtures whose docstring starts with "[gpu-only]" run only with a CUDA GPU. Options keep
+the interpreter work small (two trials; hidden workloads and timing where the fixture
+needs them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forgekernel.delivery import make_runner
+from forgekernel.judge import JudgeOptions, candidate_hash, judge
+from forgekernel.records import Status
+from forgekernel.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "tests" / "fixtures" / "kernels"
+TASKS = sorted((p.name for p in (ROOT / "tasks").iterdir() if (p / "task.toml").is_file()),
+               key=len, reverse=True)
+
+WRONG = {
+    "rmsnorm_wrong_shape": Status.WRONG_SHAPE, "rmsnorm_wrong_dtype": Status.WRONG_DTYPE,
+    "rmsnorm_wrong_values": Status.WRONG_VALUES, "rmsnorm_unmasked_tail": Status.WRONG_VALUES,
+    "rmsnorm_syntax_error": Status.COMPILE_ERROR, "rmsnorm_no_run": Status.COMPILE_ERROR,
+    "rmsnorm_import_error": Status.COMPILE_ERROR, "rmsnorm_runtime_error": Status.RUNTIME_ERROR,
+    "rmsnorm_timeout": Status.TIMEOUT, "rmsnorm_segfault": Status.RUNTIME_ERROR,
+    "rmsnorm_os_exit": Status.RUNTIME_ERROR, "rmsnorm_sys_exit": Status.RUNTIME_ERROR,
+    "rmsnorm_flood": Status.RUNTIME_ERROR,
+}
+NEEDS_HIDDEN = {"rmsnorm_visible_shapes_only"}
+NEEDS_TIMING = {"rmsnorm_memo_pointer"}
+
+
+def _task_of(name: str) -> str:
+    return next(t for t in TASKS if name.startswith(t + "_"))
+
+
+def _gpu_only(path: Path) -> bool:
+    return (path / "kernel.py").read_text().lstrip('"').startswith("[gpu-only]")
+
+
+def _cases(kind: str) -> list:
+    out = []
+    for path in sorted((KERNELS / kind).iterdir()):
+        marks = [pytest.mark.gpu] if _gpu_only(path) else []
+        out.append(pytest.param(path, id=path.name, marks=marks))
+    return out
+
+
+def _judge(path: Path, **kw):
+    task = load_task(ROOT / "tasks" / _task_of(path.name), check_reference=False)
+    opts = {"trials": 2, "timing": False, "hidden": False, "timeout_s": 120, **kw}
+    delivery = "local" if _gpu_only(path) else "cpu"
+    return judge(task, path, make_runner(delivery), JudgeOptions(**opts))
+
+
+def _common(verdict, path: Path) -> None:
+    assert verdict.candidate == candidate_hash(path)
+    assert verdict.judge.startswith("forgekernel ")
+    assert all(w.axes == {} and w.max_rel_err is None for w in verdict.workloads if w.hidden)
+    if not verdict.passed:
+        assert verdict.feedback and verdict.reason
+        assert verdict.speedup is None
+
+
+@pytest.mark.parametrize("path", _cases("correct"))
+def test_correct_kernels_pass(path):
+    timed = path.name == "rmsnorm_rowwise"
+    verdict = _judge(path, hidden=True, timing=timed)
+    _common(verdict, path)
+    assert verdict.status is Status.PASSED, verdict.feedback
+    assert any(w.hidden and w.passed for w in verdict.workloads)
+    assert all(w.passed for w in verdict.workloads)
+    if timed:
+        visible = [w for w in verdict.workloads if not w.hidden]
+        assert all(w.timing_label == "cpu-interpret" and w.median_ms > 0 for w in visible)
+        assert verdict.speedup > 0 and verdict.profile["timing_label"] == "cpu-interpret"
+        assert verdict.profile["kernels"][0]["own"] is True
+
+
+@pytest.mark.parametrize("path", _cases("wrong"))
+def test_wrong_kernels_fail_with_the_right_status(path):
+    verdict = _judge(path, timeout_s=6 if path.name.endswith("timeout") else 120)
+    _common(verdict, path)
+    assert verdict.status is WRONG[path.name], verdict.reason
+    assert verdict.wall_s < 60
+
+
+@pytest.mark.parametrize("path", _cases("cheating"))
+def test_cheating_kernels_never_pass(path):
+    text = (path / "kernel.py").read_text()
+    assert "Exploit:" in text.split('"""')[1], "each cheating fixture names its exploit"
+    verdict = _judge(path, hidden=path.name in NEEDS_HIDDEN, timing=path.name in NEEDS_TIMING)
+    _common(verdict, path)
+    assert verdict.status is not Status.PASSED, f"{path.name} fooled the judge"
+    assert verdict.status in (Status.REJECTED, Status.WRONG_VALUES), verdict.reason

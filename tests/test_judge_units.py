@@ -1,0 +1,296 @@
+"""The judge's parts in-process: candidate hashing, the source policy, tolerances and value
+checks, hidden workloads, guards, timing summaries, audit helpers and feedback."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from forgekernel.judge import (
+    CandidateError,
+    audit,
+    candidate_hash,
+    correctness,
+    feedback,
+    guards,
+    inputs,
+    policy,
+    timing,
+)
+from forgekernel.judge.candidate import stage
+from forgekernel.records import JudgeSpec, Status, WorkloadResult
+from forgekernel.task import load_task
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kernels"
+
+
+# ------------------------------------------------------------------ candidates
+
+
+def test_hash_is_content_not_location(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        (d / "__pycache__").mkdir(parents=True)
+        (d / "kernel.py").write_text("x = 1\n")
+        (d / "k.cu").write_text("// cuda\n")
+    (b / "__pycache__" / "kernel.cpython-311.pyc").write_bytes(b"junk")
+    (b / ".hidden").write_text("ignored")
+    assert candidate_hash(a) == candidate_hash(b)
+    assert candidate_hash(a / "kernel.py") == candidate_hash(a)
+    (b / "k.cu").write_text("// cuda changed\n")
+    assert candidate_hash(a) != candidate_hash(b)
+    assert len(candidate_hash(a)) == 16
+
+
+def test_stage_renames_a_single_file_and_rejects_bad_paths(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "my_kernel.py").write_text("y = 2\n")
+    (src / "helper.cu").write_text("// helper\n")
+    (src / "notes.bin").write_bytes(b"\0")
+    dest = stage(src / "my_kernel.py", tmp_path / "staged")
+    assert sorted(p.name for p in dest.iterdir()) == ["helper.cu", "kernel.py"]
+    assert (dest / "kernel.py").read_text() == "y = 2\n"
+    with pytest.raises(CandidateError, match="no such file"):
+        stage(tmp_path / "missing", tmp_path / "x")
+    with pytest.raises(CandidateError, match="no kernel.py"):
+        stage(src, tmp_path / "y")
+
+
+# ------------------------------------------------------------------ source policy
+
+
+def _check(tmp_path: Path, source: str, forbid=("torch.nn.functional.rms_norm",)) -> policy.PolicyResult:
+    d = tmp_path / "cand"
+    d.mkdir(exist_ok=True)
+    (d / "kernel.py").write_text(textwrap.dedent(source))
+    return policy.check_sources(d, forbid)
+
+
+@pytest.mark.parametrize(("source", "needle"), [
+    ("import torch.nn.functional as F\ndef run(x): return F.rms_norm(x, (4,))\n", "rms_norm"),
+    ("from torch.nn.functional import rms_norm as r\n", "rms_norm"),
+    ("import torch\ny = torch.ops.aten.rms_norm\n", "torch.ops.aten.rms_norm"),
+    ("import torch\ntorch.cuda.synchronize = lambda: None\n", "assigns into module torch"),
+    ("import time\ntime.perf_counter = lambda: 0.0\n", "assigns into module time"),
+    ("import torch\nclass L(torch.Tensor):\n    pass\n", "subclasses torch.Tensor"),
+    ("def f(o):\n    return o.__class__\n", "__class__"),
+    ("import torch\nf = getattr(torch, 'compi' + 'le')\n", "computed name"),
+    ("import torch\nf = getattr(torch, 'compile')\n", "torch.compile"),
+    ("x = eval('1')\n", "eval"),
+    ("import sys\nf = sys._getframe(1)\n", "sys._getframe"),
+    ("import os\nos.environ['TRITON_INTERPRET'] = '0'\n", "os.environ"),
+    ("from reference import run\n", "reference"),
+    ("import forgekernel.judge\n", "forgekernel"),
+    ("p = 'tasks/rmsnorm/reference.py'\n", "reference.py"),
+])
+def test_policy_flags(tmp_path, source, needle):
+    result = _check(tmp_path, source)
+    assert result.violations, source
+    assert needle in " ".join(result.violations)
+
+
+def test_policy_method_form_only_when_forbidden(tmp_path):
+    src = "def run(x):\n    return x.softmax(-1)\n"
+    assert _check(tmp_path, src, forbid=("torch.softmax",)).violations == []
+    assert "softmax" in _check(tmp_path, src, forbid=("torch.Tensor.softmax",)).violations[0]
+
+
+def test_policy_clean_kernel_and_own_kernels(tmp_path):
+    result = policy.check_sources(FIXTURES / "correct" / "rmsnorm_rowwise", ("torch.nn.functional.rms_norm",))
+    assert result.violations == [] and result.syntax_error is None
+    assert result.own_kernels == ["_rmsnorm_row"]
+    cuda = _check(tmp_path, 'SRC = """\n__global__ void __launch_bounds__(256) scale_kernel(float* x) {}\n"""\n')
+    assert cuda.own_kernels == ["scale_kernel"]
+    bad = _check(tmp_path, "def run(x)\n    return x\n")
+    assert bad.syntax_error.startswith("kernel.py:1")
+
+
+# ------------------------------------------------------------------ tolerances and values
+
+
+def test_tolerance_floors_override_and_interpreter_allowance():
+    spec = JudgeSpec()
+    assert correctness.tolerance_for("bfloat16", 1e-3, spec, interpret=False).tol == correctness.DTYPE_FLOOR["bfloat16"]
+    assert correctness.tolerance_for("bfloat16", 6e-3, spec, interpret=False).tol == pytest.approx(1.2e-2)
+    assert correctness.tolerance_for("bfloat16", 6e-3, spec, interpret=True).tol == pytest.approx(2.4e-2)
+    # the allowance is for the interpreter's bf16 conversion only
+    assert correctness.tolerance_for("float32", 0.0, spec, interpret=True).tol == correctness.DTYPE_FLOOR["float32"]
+    assert correctness.tolerance_for("int64", 0.0, spec, interpret=False).tol == 0.0
+    over = correctness.tolerance_for("float32", 0.0, JudgeSpec(rtol=1e-3, atol=1e-4), interpret=False)
+    assert (over.tol, over.scale, over.source) == (1e-3, pytest.approx(0.1), "task override")
+
+
+def _tol(value=1e-2):
+    return correctness.OutputTolerance(tol=value)
+
+
+def test_compare_values_reports_where_and_by_how_much():
+    ref = torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4)
+    out = ref.to(torch.float32).clone()
+    assert correctness.compare(out, ref, _tol()).ok
+    out[2, 1] += 0.5
+    check = correctness.compare(out, ref, _tol())
+    assert not check.ok and check.kind == "values" and check.where == (2, 1)
+    assert check.max_abs == pytest.approx(0.5, rel=1e-6)
+    assert check.expected == pytest.approx(float(ref[2, 1]))
+
+
+def test_compare_nonfinite_zero_constant_and_exact():
+    ref = torch.randn(4, 8, dtype=torch.float64)
+    nan = ref.to(torch.float32).clone()
+    nan[1, 3] = float("nan")
+    assert correctness.compare(nan, ref, _tol()).kind == "nonfinite"
+    assert correctness.compare(nan, ref, _tol()).where == (1, 3)
+    assert correctness.compare(torch.zeros(4, 8), ref * 1e-6, _tol(10.0)).kind == "zero"
+    assert correctness.compare(torch.full((4, 8), 0.5), 0.5 + ref * 1e-4, _tol(1.0)).kind == "constant"
+    # a constant output is fine when the reference rounds to a constant in the output dtype
+    near = 0.5 + ref * 1e-7
+    assert correctness.compare(near.to(torch.bfloat16), near, _tol()).ok
+    ints = torch.arange(6)
+    assert correctness.compare(ints, ints.to(torch.float64), _tol(0.0)).ok
+    assert correctness.compare(ints + (ints == 4), ints.to(torch.float64), _tol(0.0)).where == (4,)
+
+
+def test_bitwise_equal_and_fingerprint():
+    a = torch.tensor([1.0, float("nan"), 3.0])
+    same, _ = correctness.bitwise_equal(a, a.clone())
+    assert same
+    b = a.clone()
+    b[2] = 3.0000002
+    assert correctness.bitwise_equal(a, b) == (False, (2,))
+    assert correctness.fingerprint(a) != correctness.fingerprint(b)
+
+
+def test_structure_checks():
+    refs = (torch.empty(2, 3, dtype=torch.bfloat16),)
+    assert correctness.check_structure((torch.empty(2, 3, dtype=torch.bfloat16),), refs).ok
+    assert correctness.check_structure((torch.empty(3, 2, dtype=torch.bfloat16),), refs).kind == "shape"
+    assert correctness.check_structure((torch.empty(2, 3),), refs).kind == "dtype"
+    assert correctness.check_structure((), refs).kind == "count"
+    assert correctness.check_structure(([1, 2],), refs).kind == "type"
+
+    class Sub(torch.Tensor):
+        pass
+
+    assert correctness.check_structure((torch.empty(2, 3, dtype=torch.bfloat16).as_subclass(Sub),), refs).kind == "subclass"
+
+
+# ------------------------------------------------------------------ hidden workloads
+
+
+def test_hidden_workloads_are_new_valid_and_odd(tasks_dir):
+    task = load_task(tasks_dir / "rmsnorm", check_reference=False)
+    smoke = list(task.smoke_workloads())
+    hidden = inputs.hidden_workloads(task, smoke, large=False, rng=random.Random(0))
+    visible = {tuple(w.axes.values()) for w in task.workloads}
+    assert 1 <= len(hidden) <= inputs.HIDDEN_MAX
+    assert all(w.hidden and tuple(w.axes.values()) not in visible for w in hidden)
+    values = {v for w in hidden for v in w.axes.values()}
+    assert 1 in values and any(v & (v - 1) and v % 2 for v in values)
+    rope = load_task(tasks_dir / "rope", check_reference=False)
+    for w in inputs.hidden_workloads(rope, list(rope.workloads), large=True):
+        assert w.axes["D"] % 2 == 0  # multiple_of is respected
+    big = inputs.hidden_workloads(task, list(task.workloads), large=True, rng=random.Random(0))
+    assert len(big) == len(hidden) + 1 and max(w.axes["M"] for w in big) > 1000
+
+
+# ------------------------------------------------------------------ guards
+
+
+def test_harness_sees_replaced_functions():
+    import math
+
+    harness = guards.Harness({"math": math, "torch.Tensor": torch.Tensor})
+    assert harness.changes() == []
+    original = math.sqrt
+    math.sqrt = lambda x: 0.0
+    torch.Tensor.judge_test_extra = lambda self: 0
+    try:
+        assert set(harness.changes()) == {"math.sqrt", "torch.Tensor.judge_test_extra"}
+    finally:
+        math.sqrt = original
+        del torch.Tensor.judge_test_extra
+    assert harness.changes() == []
+
+
+def test_candidate_threads_are_found_by_their_code(tmp_path):
+    before = guards.thread_ids()
+    stop = threading.Event()
+    code = compile("def loop(stop):\n    stop.wait(10)\n", str(tmp_path / "kernel.py"), "exec")
+    scope: dict = {}
+    exec(code, scope)
+    t = threading.Thread(target=scope["loop"], args=(stop,))
+    t.start()
+    try:
+        found = guards.candidate_threads(before, str(tmp_path))
+        assert found and "loop" in found[0]
+        assert guards.candidate_threads(before, str(tmp_path / "elsewhere")) == []
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_mutated_inputs_and_poison():
+    a, b = torch.ones(4), torch.zeros(3)
+    pristine = [a.clone(), b.clone()]
+    b[1] = 7
+    assert guards.mutated_inputs([a, b], pristine) == [1]
+    guards.poison([64, 128], "cpu", 0xFF)  # must not raise on the CPU allocator
+
+
+# ------------------------------------------------------------------ timing
+
+
+def test_interleave_order_warmup_and_summary():
+    order = []
+    calls = [lambda: order.append("A"), lambda: order.append("B")]
+    series = timing.interleave(calls, timing.HostClock(), rounds=3, warmup=1,
+                               before=lambda r, k: None, after=lambda r, k, out: None)
+    assert order == ["A", "B"] * 4
+    assert [len(s.device_ms) for s in series] == [3, 3]
+    m = timing.measurement([1.0, 2.0, 3.0, 4.0, 100.0], "cpu-interpret")
+    assert (m.median_ms, m.n, m.label) == (3.0, 5, "cpu-interpret")
+    assert m.spread_ms == pytest.approx(2.0)
+
+
+# ------------------------------------------------------------------ audit helpers
+
+
+def test_audit_names():
+    assert audit.base_name("void at::native::(anonymous namespace)::rms_kernel<float>(float*)") == "rms_kernel"
+    assert audit.is_own("_rmsnorm_row", ["_rmsnorm_row"]) and not audit.is_own("sm90_gemm", ["gemm"])
+    assert audit.op_key("torch.Tensor.__rmul__") == "mul" and audit.op_key("torch.Tensor.add_") == "add"
+    pats = dict(audit.forbidden_patterns(("torch.matmul", "torch.compile")))
+    assert pats["torch.matmul"].search("nvjet_tst_128x256_64x4_bf16")
+    assert pats["torch.compile"].search("triton_per_fused_mean_0")
+    assert not pats["torch.compile"].search("_rmsnorm_row")
+
+
+def test_eager_compute_of_the_rmsnorm_reference(tasks_dir):
+    from forgekernel.task import load_module
+
+    ref = load_module(tasks_dir / "rmsnorm" / "reference.py")
+    x, w = torch.randn(4, 8, dtype=torch.bfloat16), torch.ones(8, dtype=torch.bfloat16)
+    assert audit.eager_compute(lambda: ref.run(x, w)) == {"pow", "mean", "add", "rsqrt", "mul"}
+
+
+# ------------------------------------------------------------------ feedback
+
+
+def test_feedback_never_reveals_hidden_details():
+    details = {"kind": "values", "hidden": True, "workload": "hidden workload 2 of 4"}
+    hidden = WorkloadResult(axes={}, hidden=True, passed=False)
+    text = feedback.compose(Status.WRONG_VALUES, "values outside the tolerance on hidden workload 2 of 4",
+                            details, [hidden])
+    assert "hidden workload 2 of 4" in text and "N+1" in text and "hidden: 0 passed, 1 failed" in text
+    assert feedback.compose(Status.PASSED, "", {}) == ""
+    visible = {"kind": "values", "workload": "M=16 x N=256", "where": [3, 17], "expected": 0.5,
+               "got": 0.25, "max_rel": 0.4, "max_abs": 0.25, "tol": 0.01, "output": 0}
+    text = feedback.compose(Status.WRONG_VALUES, "x", visible)
+    assert "index (3, 17)" in text and "expected 0.5, got 0.25" in text and "What to look at" in text
