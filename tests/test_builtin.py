@@ -54,6 +54,8 @@ def test_initial_plan_is_valid_and_round_trips(name):
     assert all(templates.template(r.params["template"]).name == tpl.name for r in _rows(cur))
     launch = "launches <= 2" if name == "cross_entropy" else "launches == 1"
     assert launch in m0.gate.mechanism and m0.gate.performance == ""  # CPU: no timing line
+    target = f"speedup >= {round(load_task(REPO / 'tasks' / name).target.speedup, 2)}"
+    assert all(m.gate.performance == target for m in cur.milestones[1:])  # sweeps keep running
     assert res.cost.agent == "builtin" and res.notes == cur.reason
 
 
