@@ -153,14 +153,38 @@ def refine_row(row_id: str, tpl: templates.Template, match: OpMatch) -> Decision
                        params={"op": match.op, "template": tpl.name, "space": tpl.space()})
 
 
+def carried_start(ctx: ArchitectContext, match: OpMatch) -> templates.Config | None:
+    """Self-evolution: the previous generation's best point (``ctx.extra['evolve']``), if the
+    built-in coder made it with one of this op's templates."""
+    best = (ctx.extra.get("evolve") or {}).get("best") or {}
+    cfg = templates.Config.parse(str(best.get("summary") or ""))
+    if cfg is None or cfg.template not in {t.name for t in match.templates}:
+        return None
+    try:
+        return templates.complete(templates.template(cfg.template), cfg.knobs)
+    except KeyError:
+        return None
+
+
 def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
-    """M0: the structure; M1: per-knob sweeps; M2: a joint refinement."""
+    """M0: the structure; M1: per-knob sweeps; M2: a joint refinement.
+
+    In a self-evolution generation M0 starts from the previous generation's best point.
+    """
     f = facts(ctx)
     tpl = ranked_structures(ctx.task, match)[0]
+    start = carried_start(ctx, match)
+    if start is not None:
+        tpl = templates.template(start.template)
+    row0 = structure_row("M0.1", tpl, f, match, ctx.prescriptions)
+    if start is not None:
+        row0 = row0.model_copy(update={"params": {**row0.params, "knobs": start.knobs},
+                                       "decision": f"{row0.decision} (the previous generation's best point)"})
     target = ctx.task.target.speedup
-    m0 = Milestone(id="M0", kind="architecture", title=tpl.structure,
-                   rows=(structure_row("M0.1", tpl, f, match, ctx.prescriptions),),
-                   gate=gate(f, match, 0, target))
+    g0 = gate(f, match, 0, target)
+    if start is not None:  # the previous best cannot beat itself: M0 only re-establishes it
+        g0 = g0.model_copy(update={"performance": ""})
+    m0 = Milestone(id="M0", kind="architecture", title=tpl.structure, rows=(row0,), gate=g0)
     m1 = Milestone(id="M1", title=f"tune {tpl.name} launch shape",
                    rows=tuple(tuning_rows("M1", tpl, match)), gate=gate(f, match, 1, target))
     milestones = [m0, m1]
@@ -169,6 +193,7 @@ def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
                                     rows=(refine_row("M2.1", tpl, match),),
                                     gate=gate(f, match, 2, target)))
     why = (f"initial plan: {match.op} via {tpl.name} ({f.bound}-bound"
+           + (f", starting from the previous generation's best {start.key()}" if start else "")
            + (f", reference at {f.sol_pct:.0f}% SOL" if f.sol_pct is not None else "")
            + ("" if f.gpu else ", CPU interpreter: M0 gate without a timing line") + ")")
     return Curriculum(version=1, reason=why, milestones=tuple(milestones)), why

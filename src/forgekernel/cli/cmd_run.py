@@ -51,6 +51,9 @@ def run_cmd(
     coder = _backend(coder_name, "coder", settings, script_path)
     arch = _backend(arch_name, "architect", settings, script_path)
     judge, hasher = _judge(judge_impl)
+    from forgekernel.evolve_ref import for_run_dir
+
+    arch, judge = for_run_dir(rd, arch, judge, hasher)  # a `forge evolve` generation: its sealed reference
     limits = {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars}
     with _Printer() as printer:
         outcome = engine.run(rd.root, coder, arch, judge, runner, settings, limits=limits,
