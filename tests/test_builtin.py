@@ -9,6 +9,7 @@ import pytest
 
 from forgekernel import curriculum, templates
 from forgekernel.agents import backend_module, builtin_ops
+from forgekernel.agents import builtin_search as search
 from forgekernel.agents.base import (
     AgentError,
     ArchitectContext,
@@ -198,14 +199,20 @@ def test_coder_stops_at_a_failed_value():
     """A compile error above the centre ends that direction (larger values are not tried)."""
     task, src = _task("rmsnorm")
     tpl = templates.template("rownorm_looped")
-    params = {"template": tpl.name, "space": {"BLOCK_N": list(tpl.knob("BLOCK_N").space)}}
-    from forgekernel.agents import builtin_search as search
-
+    params = {"template": tpl.name, "space": {"BLOCK_N": list(tpl.knob("BLOCK_N").space)},
+              "mode": "climb"}
     history = [_note(1, "r", templates.complete(tpl), 2.0),
                _note(2, "r", templates.complete(tpl, {"BLOCK_N": 8192}), None, "COMPILE_ERROR"),
                _note(3, "r", templates.complete(tpl, {"BLOCK_N": 2048}), 1.5)]
     assert search.next_config(params, history) is None
     assert search.next_config(params, history[:2]).knobs["BLOCK_N"] == 2048
+    # a sweep (the default for one knob) still tries every value, nearest to the centre first
+    sweep = {k: v for k, v in params.items() if k != "mode"}
+    order = []
+    while (cfg := search.next_config(sweep, history)) is not None:
+        order.append(cfg.knobs["BLOCK_N"])
+        history.append(_note(len(history) + 1, "r", cfg, 1.0))
+    assert order == [1024, 16384]
 
 
 @pytest.mark.parametrize("name", TASKS)

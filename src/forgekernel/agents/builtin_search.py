@@ -9,11 +9,14 @@ A row's ``params`` say what to search::
     {"template": "rownorm_row", "knobs": {"NUM_WARPS": 8}}            # exactly this point
     {"template": "rownorm_row", "space": {"NUM_WARPS": [4, 8, 16]}}   # search these values
 
-A point row proposes its configuration once. A space row climbs: the centre is the best
-passed configuration of that template so far (else the template's defaults with the row's
-knobs); the next proposal is the untried value nearest the centre along one knob, never
-stepping past a value already judged in that direction (which was no better, or the
-centre would have moved there). When no such value is left the row is exhausted.
+A point row proposes its configuration once. A space row searches around a centre: the
+best passed configuration of that template so far (else the template's defaults with the
+row's knobs), which moves whenever a better one is measured. ``"mode": "sweep"`` (the
+default for one or two knobs) tries every value of each knob with the others at the
+centre, nearest first; ``"mode": "climb"`` (the default for more knobs) tries only the
+nearest value on each side along each knob, never stepping past a value already judged
+(it was no better, or the centre would have moved there). When nothing is left the row
+is exhausted.
 """
 
 from __future__ import annotations
@@ -85,14 +88,20 @@ def candidates(params: Mapping[str, Any], tried: Mapping[str, Outcome]) -> list[
     space = params.get("space") or {}
     if mid.key() not in tried:
         return [mid]
-    found: list[Config] = []
+    sweep = params.get("mode", "sweep" if len(space) <= 2 else "climb") == "sweep"
+    found: list[tuple[int, Config]] = []
     for name, values in space.items():
         tpl.knob(name)
         for side in _order([int(v) for v in values], mid.knobs[name]):
-            # only the nearest value on each side: one already judged there was no better
-            if side and (cfg := Config(tpl.name, {**mid.knobs, name: side[0]})).key() not in tried:
-                found.append(cfg)
-    return found
+            for dist, value in enumerate(side):
+                cfg = Config(tpl.name, {**mid.knobs, name: value})
+                if cfg.key() not in tried:
+                    found.append((dist, cfg))
+                elif not sweep:
+                    break  # climb: one judged there was no better than the centre
+                if not sweep:
+                    break  # climb: only the nearest value on each side
+    return [cfg for _, cfg in sorted(found, key=lambda t: t[0])]
 
 
 def next_config(params: Mapping[str, Any], history: Iterable[AttemptNote]) -> Config | None:
