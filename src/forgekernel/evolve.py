@@ -39,6 +39,7 @@ import tomli_w
 from forgekernel import engine, evolve_carry, evolve_lineage, evolve_ref, report, rundir
 from forgekernel.config import Settings
 from forgekernel.evolve_chain import (
+    CPU_ITERATIONS,
     NOISE_RULES,
     Chain,
     ChainOptions,
@@ -52,7 +53,7 @@ from forgekernel.records import Verdict
 from forgekernel.runstate import RunState
 from forgekernel.seams import Progress, ProgressEvent
 
-__all__ = ["NOISE_RULES", "Chain", "ChainOptions", "ChainOutcome", "Decision", "EvolveError", "Parts",
+__all__ = ["CPU_ITERATIONS", "NOISE_RULES", "Chain", "ChainOptions", "ChainOutcome", "Decision", "EvolveError", "Parts",
            "create", "decide", "evolve", "is_chain", "open_chain"]
 
 

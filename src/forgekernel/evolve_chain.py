@@ -27,6 +27,8 @@ from forgekernel.errors import ForgeError
 from forgekernel.task import load_task
 
 NOISE_RULES = ("auto", "on", "off")
+CPU_ITERATIONS = 4
+"""`forge evolve`'s attempts per generation on the cpu delivery unless --max-iterations is given."""
 
 
 class EvolveError(ForgeError, ValueError):

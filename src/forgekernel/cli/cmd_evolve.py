@@ -88,6 +88,10 @@ def _create(task_dir: Path, given: dict[str, Any]) -> Path:
             raise fail(f"--script {given['script']}: no such file (for generation 0)")
     picked = {k: given[k] for k in ("generations", "max_iterations", "max_minutes", "chain_minutes",
                                     "noise_rule", "measure_original", "profile") if given[k] is not None}
+    if name == "cpu" and given["max_iterations"] is None:
+        picked["max_iterations"] = evolve.CPU_ITERATIONS
+        typer.echo(f"cpu delivery: {evolve.CPU_ITERATIONS} attempts per generation (cpu-interpret timings "
+                   "cannot guide a search; --max-iterations to change)")
     opts = evolve.ChainOptions(**picked, delivery=name, agent=coder, architect=arch,
                                model=settings.model or "", script=script, judge=given["judge"] or "")
     return evolve.create(task_dir, opts, settings, given["out"])
