@@ -32,7 +32,7 @@ WRONG = {
     "rmsnorm_flood": Status.RUNTIME_ERROR,
 }
 NEEDS_HIDDEN = {"rmsnorm_visible_shapes_only"}
-NEEDS_TIMING = {"rmsnorm_memo_pointer"}
+NEEDS_TIMING = {"rmsnorm_memo_pointer", "rmsnorm_gpu_side_stream"}
 
 
 def _task_of(name: str) -> str:

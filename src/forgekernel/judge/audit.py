@@ -111,6 +111,11 @@ _ARITH = {"add", "sub", "mul", "truediv", "floordiv", "pow", "matmul", "mod", "a
           "lshift", "rshift"}
 
 
+_HARNESS_PATHS = tuple(os.sep.join(("", *p, "")) for p in (
+    ("triton",), ("torch", "profiler"), ("torch", "autograd"), ("forgekernel", "profile")))
+"""Callers whose torch calls are the harness's own (interpreter, profiler), not the candidate's."""
+
+
 class EagerCalls:
     """Records the torch functions called from Python code (not from inside Triton's own
     interpreter) while active: the eager PyTorch work around a candidate's kernels."""
@@ -124,7 +129,7 @@ class EagerCalls:
         class _Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 caller = sys._getframe(1).f_code.co_filename
-                if f"{os.sep}triton{os.sep}" not in caller:
+                if not any(part in caller for part in _HARNESS_PATHS):
                     calls.append(call_name(func))
                 return func(*args, **(kwargs or {}))
 

@@ -166,37 +166,49 @@ _STREAM_ATTR_ACCESS_POLICY_WINDOW = 1
 
 
 class PersistingL2:
-    """Persisting-L2 state through the CUDA runtime the process already loaded."""
+    """Persisting-L2 state through the CUDA runtime.
+
+    Every failed runtime call is followed by ``cudaGetLastError`` so that no error state is
+    left behind for the next library call to trip over.
+    """
 
     def __init__(self) -> None:
         self.lib = _cudart()
+        self.window_ok = True
         self.baseline = self.limit()
 
     @property
     def available(self) -> bool:
         return self.lib is not None
 
+    def _ok(self, rc: int) -> bool:
+        if rc != 0:
+            self.lib.cudaGetLastError()
+        return rc == 0
+
     def limit(self) -> int | None:
         if self.lib is None:
             return None
         value = ctypes.c_size_t(0)
-        if self.lib.cudaDeviceGetLimit(ctypes.byref(value), _LIMIT_PERSISTING_L2) != 0:
+        if not self._ok(self.lib.cudaDeviceGetLimit(ctypes.byref(value), _LIMIT_PERSISTING_L2)):
             return None
         return int(value.value)
 
     def window_bytes(self, stream_handle: int) -> int | None:
-        if self.lib is None:
+        """Bytes of the stream's L2 access-policy window (None when it cannot be read)."""
+        if self.lib is None or not self.window_ok:
             return None
-        buf = (ctypes.c_char * 64)()
+        buf = (ctypes.c_char * 256)()  # a cudaLaunchAttributeValue union fits with room to spare
         rc = self.lib.cudaStreamGetAttribute(ctypes.c_void_p(stream_handle),
                                              _STREAM_ATTR_ACCESS_POLICY_WINDOW, buf)
-        if rc != 0:
+        if not self._ok(rc):
+            self.window_ok = False  # not readable on this stream: stop asking
             return None
         return int(ctypes.c_size_t.from_buffer(buf, 8).value)
 
     def reset(self) -> None:
         if self.lib is not None:
-            self.lib.cudaCtxResetPersistingL2Cache()
+            self._ok(self.lib.cudaCtxResetPersistingL2Cache())
 
     def tampered(self, stream_handle: int) -> str | None:
         """Why the persisting-L2 state looks changed by the candidate, or None."""
@@ -210,13 +222,23 @@ class PersistingL2:
 
 
 def _cudart() -> Any:
-    """The libcudart already mapped into this process (None when not found)."""
+    """The CUDA runtime library: the one already mapped into this process, else one found on
+    disk (all runtimes act on the device's primary context); None when there is none."""
+    import ctypes.util
+    import glob
+
+    paths: list[str] = []
     try:
         with open("/proc/self/maps") as fh:
-            paths = {line.split()[-1] for line in fh if "libcudart" in line}
+            paths += sorted({line.split()[-1] for line in fh if "libcudart.so" in line})
     except OSError:
-        return None
-    for path in sorted(paths):
+        pass
+    for site in sys.path:
+        paths += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib", "libcudart.so*")))
+    paths += sorted(glob.glob("/usr/local/cuda/lib64/libcudart.so*"))
+    found = ctypes.util.find_library("cudart")
+    paths += [found] if found else []
+    for path in paths:
         try:
             return ctypes.CDLL(path)
         except OSError:

@@ -132,6 +132,8 @@ def _result(session: Any, status: Any, reason: str, details: dict[str, Any], ext
         "nondeterministic": session.nondeterministic, "notes": session.notes,
         "native_threads": guards.native_threads(), "own_kernels": session.own_kernels, **extra,
     }
+    if session.l2 is not None:
+        profile["persisting_l2_guard"] = session.l2.available
     if "profile" in details:
         profile.update(details.pop("profile"))
     out = {**base, "status": str(status), "reason": reason, "details": details, "workloads": workloads,

@@ -1,0 +1,103 @@
+"""The judge on the H200: correct kernels (every workload, timing), every cheating fixture
+(the GPU-only ones included) through the `local` delivery, and the judge's overhead.
+
+    source scripts/gpu_env.sh && python3 benchmarks/gpu_judge.py --out $OUT --commit SHA
+
+Writes OUT/judge_gpu.json (device, date, versions, commit, one entry per verdict) after
+every step, so a run cut short keeps what it finished; stops starting new steps when
+--budget-s is nearly spent. Prints a short table last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "tests" / "fixtures" / "kernels"
+TASKS = sorted((p.name for p in (REPO / "tasks").iterdir() if (p / "task.toml").is_file()),
+               key=len, reverse=True)
+
+
+def meta(commit: str) -> dict:
+    import torch
+    import triton
+
+    return {"device": torch.cuda.get_device_name(0), "date": datetime.date.today().isoformat(),
+            "versions": {"torch": torch.__version__, "triton": triton.__version__,
+                         "python": sys.version.split()[0], "cuda": torch.version.cuda},
+            "commit": commit}
+
+
+def judge_one(kind: str, path: Path, **opts) -> dict:
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    task_name = next(t for t in TASKS if path.name.startswith(t + "_"))
+    task = load_task(REPO / "tasks" / task_name)
+    start = time.monotonic()
+    try:
+        v = judge(task, path, make_runner("local"), JudgeOptions(**opts))
+    except Exception as exc:  # recorded; the next step still runs
+        return {"kind": kind, "fixture": path.name, "error": f"{type(exc).__name__}: {exc}",
+                "wall_s": round(time.monotonic() - start, 2)}
+    return {"kind": kind, "fixture": path.name, "task": task_name, "options": opts,
+            "status": v.status.value, "reason": v.reason, "wall_s": v.wall_s, "speedup": v.speedup,
+            "noise_floor": v.noise_floor,
+            "workloads": [w.model_dump(exclude_none=True) for w in v.workloads],
+            "profile": v.profile, "feedback": v.feedback}
+
+
+def plan() -> list[tuple[str, Path, dict]]:
+    steps: list[tuple[str, Path, dict]] = [
+        ("correct", KERNELS / "correct" / "rmsnorm_rowwise", {"graphs": True})]
+    gpu_only = sorted(p for p in (KERNELS / "cheating").iterdir() if "_gpu_" in p.name)
+    steps += [("cheating-gpu", p, {"trials": 2, "reps": 20}) for p in gpu_only]
+    steps += [("correct", p, {}) for p in sorted((KERNELS / "correct").iterdir())
+              if p.name != "rmsnorm_rowwise"]
+    cpu_class = sorted(p for p in (KERNELS / "cheating").iterdir() if "_gpu_" not in p.name)
+    steps += [("cheating", p, {"trials": 2, "reps": 10}) for p in cpu_class]
+    return steps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--commit", default="")
+    parser.add_argument("--budget-s", type=float, default=270.0)
+    args = parser.parse_args()
+    start = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    doc = {**meta(args.commit), "overhead": None, "verdicts": [], "skipped": []}
+
+    def save() -> None:
+        (args.out / "judge_gpu.json").write_text(json.dumps(doc, indent=1, default=str))
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from judge_overhead import measure
+
+    doc["overhead"] = measure("local", runs=2)
+    save()
+    for kind, path, opts in plan():
+        if time.monotonic() - start > args.budget_s:
+            doc["skipped"].append(path.name)
+            continue
+        doc["verdicts"].append(judge_one(kind, path, **opts))
+        save()
+    print(f"overhead: first {doc['overhead']['first_s']:.2f} s, warm {doc['overhead']['warm_median_s']:.2f} s")
+    for v in doc["verdicts"]:
+        speed = f" {v['speedup']:.2f}x" if v.get("speedup") else ""
+        print(f"{v['kind']:<13} {v['fixture']:<32} {v.get('status', 'ERROR'):<13} {v['wall_s']:>6}s{speed} "
+              f"{(v.get('reason') or v.get('error') or '')[:90]}")
+    if doc["skipped"]:
+        print("skipped (budget):", ", ".join(doc["skipped"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
