@@ -101,6 +101,15 @@ def test_cpu_interpret_timings_do_not_stop_the_chain_under_auto(tmp_path):
     assert "the noise rule was not applied" in (root / "lineage.md").read_text()
 
 
+def test_a_generation_whose_best_is_its_reference_stops_the_chain(tmp_path):
+    root, outcome, data, _ = _run_chain(tmp_path, [["sleep_30"], ["sleep_30"], ["sleep_12"]], 3, rule="auto")
+    g0, g1 = data["generations"]
+    assert g1["best_hash"] == g1["reference_hash"] == g0["best_hash"]
+    assert outcome.stop_kind == "unchanged" and "is its reference itself" in outcome.stop_reason
+    assert outcome.best["generation"] == 0 and not g1["counts"]
+    assert not (root / "sealed" / "gen_1.original.json").exists()
+
+
 def _verdict(x: float | None, noise: float, label: str = "device", status: Status = Status.PASSED) -> Verdict:
     if status is not Status.PASSED:
         return Verdict(status=status, reason="a timed call drifted")
@@ -122,6 +131,9 @@ def _verdict(x: float | None, noise: float, label: str = "device", status: Statu
 def test_stop_rule(verdict, rule, gen, kind, counts):
     d = evolve.decide(gen, 3, rule, verdict)
     assert d.stop_kind == kind and d.counts == counts
+    if verdict is not None and verdict.passed:
+        same = evolve.decide(gen, 3, rule, verdict, unchanged=True)
+        assert same.stop_kind == "unchanged" and not same.counts
 
 
 def test_a_modified_sealed_kernel_is_refused(tmp_path, capsys):

@@ -12,6 +12,7 @@ best re-timed against its reference, interleaved, with the noise floor measured 
 reference against itself in the same judgement):
 
 * nothing correct: the generation has no best (or the best failed its confirmation);
+* unchanged: the best is the performance reference itself (the same files);
 * noise floor: ``speedup - 1 <= noise_floor``, when the rule applies: always with
   ``noise_rule='on'``, never with ``'off'``, and with ``'auto'`` only for device timings;
   cpu-interpret timings time the Triton interpreter, not a GPU, so under 'auto' a CPU
@@ -81,7 +82,7 @@ class Decision:
     counts: bool
     """The generation's best is the chain's new best."""
     stop_kind: str | None
-    """None (go on), nothing_correct, confirmation_failed, noise_floor, generations, budget."""
+    """None (go on), nothing_correct, confirmation_failed, unchanged, noise_floor, generations, budget."""
     stop_reason: str
     rule: str
     beats_noise: bool | None
@@ -126,8 +127,12 @@ def evolve(chain_dir: str | Path, parts: Parts) -> ChainOutcome:
     return ChainOutcome(chain.root, len(data["generations"]), stop["kind"], stop["reason"], data["best"])
 
 
-def decide(generation: int, generations: int, rule: str, verdict: Verdict | None) -> Decision:
-    """The stop rule (see the module docstring) for a generation's confirmed best."""
+def decide(generation: int, generations: int, rule: str, verdict: Verdict | None,
+           unchanged: bool = False) -> Decision:
+    """The stop rule (see the module docstring) for a generation's confirmed best.
+
+    ``unchanged``: the best is the generation's performance reference itself (same hash).
+    """
     if verdict is None:
         return Decision(False, "nothing_correct", f"generation {generation} found no correct kernel",
                         "-", None)
@@ -140,6 +145,9 @@ def decide(generation: int, generations: int, rule: str, verdict: Verdict | None
     beats = None if x is None else (x - 1.0) > noise
     how = "applied" if applied else ("off" if rule == "off" else
                                       "not applied: cpu-interpret timings time the Triton interpreter, not a GPU")
+    if unchanged:
+        return Decision(False, "unchanged", f"stopped: generation {generation}'s best is its reference "
+                        f"itself (the same files): no new kernel beat it", how, beats)
     if applied and not beats:
         what = ("has no timing to compare with its reference" if x is None else
                 f"is {x:.4g}x its reference ({label}): a gain of {x - 1:+.2%}, not above the "
@@ -260,9 +268,11 @@ def _close(chain: Chain, rd: rundir.RunDir, k: int, data: dict[str, Any], parts:
                      status=verdict.status.value if verdict else None,
                      speedup=verdict.speedup if verdict else None,
                      noise_floor=verdict.noise_floor if verdict else None)
+    unchanged = best is not None and best.candidate == entry["reference_hash"]
+    if best is not None and not unchanged:  # an unchanged best is not measured again
         entry["speedup_vs_original"] = (verdict.speedup if verdict and k == 0 else
                                         _original(chain, rd, k, best.candidate, parts) if opts.measure_original else None)
-    decision = decide(k, opts.generations, opts.noise_rule, verdict if best is not None else None)
+    decision = decide(k, opts.generations, opts.noise_rule, verdict if best is not None else None, unchanged)
     return entry, decision
 
 
