@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 SSHD = "/usr/sbin/sshd"
 ALIAS = "fk-loop"
@@ -130,3 +132,16 @@ def start_sshd(root: Path) -> LoopSshd:
     known.write_text(f"[127.0.0.1]:{port} {host_pub}\n")
     server.ssh_config = server.write_client_config("ssh_config", known)
     return server
+
+
+def serve_sshd(tmp_path_factory):
+    """Fixture body: a private sshd for a module's tests (skipped, with why, when impossible).
+
+    Use as ``_sshd = pytest.fixture(scope="module", name="sshd")(serve_sshd)``.
+    """
+    why = ensure_sshd()
+    if why:
+        pytest.skip(why)
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()

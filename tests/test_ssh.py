@@ -13,19 +13,10 @@ import pytest
 from forgekernel.delivery import Job
 from forgekernel.delivery.shipping import DeliveryError, pack_inputs, unpack_inputs
 from forgekernel.delivery.ssh import SshRunner
-from sshd_helper import ALIAS, ensure_sshd, start_sshd
+from sshd_helper import ALIAS, serve_sshd
 
 ECHO = "forgekernel.delivery.echo_worker"
-
-
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory):
-    why = ensure_sshd()
-    if why:
-        pytest.skip(why)
-    server = start_sshd(tmp_path_factory.mktemp("sshd"))
-    yield server
-    server.stop()
+_sshd = pytest.fixture(scope="module", name="sshd")(serve_sshd)
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +200,23 @@ def test_local_env_example_documents_every_setting(repo):
     assert read_env_file(path) == {"FK_DELIVERY": "auto"}  # everything else is commented out
     for key in (*ENV_KEYS, *SECRET_KEYS):
         assert f"# {key}=" in text or f"\n{key}=" in text, f"{key} is not documented"
+
+
+@pytest.mark.parametrize(("fixture", "status", "reason"), [
+    ("correct/rmsnorm_rowwise", "PASSED", ""),
+    ("wrong/rmsnorm_wrong_values", "WRONG_VALUES", "exceeds the tolerance"),
+    ("cheating/rmsnorm_forge_channel", "REJECTED", "channel was tampered with"),
+])
+def test_judge_over_ssh_gives_the_local_verdict(runner, repo, fixture, status, reason):
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    # smoke_only: the judge restricts itself to smoke workloads only when runner.name == "cpu"
+    # (not yet for an interpreter-mode ssh runner), so the test asks for it.
+    verdict = judge(load_task(repo / "tasks" / "rmsnorm"), repo / "tests" / "fixtures" / "kernels" / fixture,
+                    runner, JudgeOptions(smoke_only=True))
+    assert verdict.status.value == status, verdict.reason
+    assert reason in verdict.reason
+    assert verdict.delivery == "ssh"
+    if status == "PASSED":
+        assert all(w.timing_label == "cpu-interpret" for w in verdict.workloads if w.median_ms)

@@ -88,8 +88,8 @@ def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> R
     """Build the runner for a delivery name; unknown names raise ValueError.
 
     ``ssh`` and ``ray`` read their host, work dir, Python, ssh config, cluster address and
-    device from ``settings`` (a :class:`forgekernel.config.Settings`); ``gpu`` overrides
-    ``settings.gpu``. Nothing connects until the first job (or ``prepare``/``connect``).
+    device from ``settings`` (a :class:`forgekernel.config.Settings`; loaded afresh when
+    not given); ``gpu`` overrides ``settings.gpu``. Nothing connects until the first job.
     """
     from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
 
@@ -98,9 +98,9 @@ def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> R
     if name == "local":
         return LocalGpuRunner(gpu=gpu)
     if name in ("ssh", "ray"):
-        from forgekernel.config import Settings
+        from forgekernel.config import load_settings
 
-        settings = settings or Settings()
+        settings = settings or load_settings()
         gpu = gpu if gpu is not None else settings.gpu
         if name == "ssh":
             from forgekernel.delivery.ssh import ssh_runner

@@ -156,7 +156,7 @@ class SshRunner:
                              "forgekernel.delivery.remote_exec")
         backstop = timeout_s + self.lock_wait_s + self.connect_timeout_s + 60
         data = json.dumps(request).encode() + b"\n" + inputs
-        rc, out, err, expired = _converse(argv, data, backstop, cap=spec["output_cap_bytes"] + (4 << 20))
+        rc, out, err, expired = _converse(argv, data, backstop, cap=2 * spec["output_cap_bytes"] + (1 << 20))
         if expired:
             raise _Lost(f"no answer within {backstop:.0f} s (the remote job was ended)")
         parts = out.split(DELIMITER)
