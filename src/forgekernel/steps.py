@@ -136,9 +136,13 @@ class Steps:
 
     def plan(self, reason: str) -> bool:
         """Ask the architect for a (new) plan; False when there is none to follow."""
+        st, arch = self.state, self.seams.architect
+        end = st.ends[-1] if st.ends else None
+        if (end and end.after_seq == st.last_seq and end.reason.startswith("nothing left")
+                and (not st.plans or st.plans[-1].time < end.time)):
+            self.nothing_left = end.reason  # asked already when the run ended; do not pay again
         if self.nothing_left:
             return False
-        st, arch = self.state, self.seams.architect
         initial = st.curriculum is None
         self.emit("plan", f"architect ({arch.name}): {reason}")
         ctx = ArchitectContext(task=self.task, reference_source=self.reference_source,

@@ -19,19 +19,31 @@ TESTS = Path(__file__).resolve().parents[1]
 
 
 def judge(task, candidate_dir: Path, runner) -> Verdict:
-    """Judge ``candidate_dir`` on the smoke workloads; a Verdict whatever happens."""
-    cid = content_hash(candidate_dir)
+    """Judge ``candidate_dir`` on the smoke workloads in a worker process; always a Verdict."""
     payload = {"task": task.root, "candidate": str(Path(candidate_dir).resolve()),
                "workloads": [w.axes for w in task.smoke_workloads()]}
     env = {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
            "PYTHONDONTWRITEBYTECODE": "1"}
     res = runner.run(Job(module="engine_support.fake_judge_worker", payload=payload,
                          timeout_s=120, env=env))
-    common = {"candidate": cid, "judge": "fake-judge (tests)", "delivery": runner.name}
+    common = {"candidate": content_hash(candidate_dir), "judge": "fake-judge (tests)",
+              "delivery": runner.name}
     if not res.ok:
         return Verdict(status=Status.RUNTIME_ERROR, reason=res.describe_failure(),
                        feedback=res.describe_failure() + "\n" + res.stderr_tail[-2000:], **common)
-    r = res.result
+    return to_verdict(res.result, common)
+
+
+def judge_in_process(task, candidate_dir: Path, runner) -> Verdict:
+    """The same judgement in this process (fast; for plain-PyTorch candidates only)."""
+    from engine_support.fake_judge_worker import evaluate
+
+    r = evaluate(task.root, str(candidate_dir), [w.axes for w in task.smoke_workloads()], "cpu-interpret")
+    return to_verdict(r, {"candidate": content_hash(candidate_dir), "judge": "fake-judge in-process (tests)",
+                          "delivery": runner.name})
+
+
+def to_verdict(r: dict, common: dict) -> Verdict:
     status = Status(r["status"])
     workloads = tuple(WorkloadResult(**w) for w in r["workloads"])
     speedup = None

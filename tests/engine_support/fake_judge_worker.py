@@ -48,39 +48,40 @@ def _check(task, ref, cand, axes):
     return "PASSED", f"{err}"
 
 
-def main() -> None:
-    env = receive()
-    p = env.payload
+def evaluate(task_root: str, candidate: str, workloads: list[dict], timing_label: str) -> dict:
+    """The verdict data for one candidate (the candidate's own failures become data)."""
     from forgekernel.task import load_module, load_task
 
-    task = load_task(p["task"], check_reference=False)
+    task = load_task(task_root, check_reference=False)
     ref = load_module(Path(task.root) / "reference.py")
     try:
-        cand = load_module(Path(p["candidate"]) / "kernel.py")
+        cand = load_module(Path(candidate) / "kernel.py")
     except Exception as exc:  # the candidate's import failure is the verdict
-        env.reply({"status": "COMPILE_ERROR", "reason": f"{type(exc).__name__}: {exc}",
-                   "feedback": traceback.format_exc(limit=3), "workloads": []})
-        return
+        return {"status": "COMPILE_ERROR", "reason": f"{type(exc).__name__}: {exc}",
+                "feedback": traceback.format_exc(limit=3), "workloads": []}
     results = []
-    for axes in p["workloads"]:
+    for axes in workloads:
         try:
             status, detail = _check(task, ref, cand, axes)
         except Exception as exc:  # the candidate's crash is the verdict
-            env.reply({"status": "RUNTIME_ERROR", "reason": f"{type(exc).__name__}: {exc}",
-                       "feedback": traceback.format_exc(limit=3), "workloads": []})
-            return
+            return {"status": "RUNTIME_ERROR", "reason": f"{type(exc).__name__}: {exc}",
+                    "feedback": traceback.format_exc(limit=3), "workloads": []}
         if status != "PASSED":
-            env.reply({"status": status, "reason": detail, "feedback": detail,
-                       "workloads": [{"axes": axes}]})
-            return
+            return {"status": status, "reason": detail, "feedback": detail, "workloads": [{"axes": axes}]}
         args = _inputs(task, axes, seed=99)
         cand.run(*args)  # warm-up (Triton's first call compiles/parses)
         ref_ms, _ = _time(ref.run, args)
         ms, spread = _time(cand.run, args)
         results.append({"axes": axes, "max_abs_err": float(detail), "median_ms": ms,
                         "spread_ms": spread, "reference_ms": ref_ms, "speedup": ref_ms / ms,
-                        "timing_label": env.timing_label})
-    env.reply({"status": "PASSED", "workloads": results, "profile": {"launches": 1}})
+                        "timing_label": timing_label})
+    return {"status": "PASSED", "workloads": results, "profile": {"launches": 1}}
+
+
+def main() -> None:
+    env = receive()
+    p = env.payload
+    env.reply(evaluate(p["task"], p["candidate"], p["workloads"], env.timing_label))
 
 
 if __name__ == "__main__":
