@@ -138,6 +138,10 @@ def test_stop_rule(verdict, rule, gen, kind, counts):
 
 def test_a_modified_sealed_kernel_is_refused(tmp_path, capsys):
     root, _, data, _ = _run_chain(tmp_path, [["sleep_30"]], 1)
+    before = (root / "lineage.json").read_text()
+    assert main(["evolve", str(root)]) == 0  # a finished chain: nothing is run again
+    assert "1 generation(s); stopped after 1 generation(s)" in capsys.readouterr().out
+    assert (root / "lineage.json").read_text() == before
     sealed = root / "sealed" / "gen_0"
     judge = evolve_ref.ReferenceJudge(chain_judge.judge, sealed, data["generations"][0]["best_hash"])
     task = load_task(root / "task")

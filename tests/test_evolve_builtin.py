@@ -13,7 +13,7 @@ import pytest
 
 from forgekernel import evolve_lineage, rundir
 from forgekernel.ledger import read
-from forgekernel.records import Attempt, Verdict
+from forgekernel.records import Attempt
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,9 @@ def test_builtin_chain_on_the_real_judge(tmp_path):
                            "--no-profile", "--out", str(chain)],
                           capture_output=True, text=True, timeout=500, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "2 generation(s); stopped after 2 generation(s)" in proc.stdout
+    # one attempt per generation: generation 1's first (and only) candidate is generation 0's
+    # best point rendered again, the same files: the chain stops, whatever the CPU timings say
+    assert "2 generation(s); stopped: generation 1's best is its reference itself" in proc.stdout
 
     data = evolve_lineage.load(chain)
     g0, g1 = data["generations"]
@@ -40,8 +42,8 @@ def test_builtin_chain_on_the_real_judge(tmp_path):
     assert all(a.verdict.passed for a in first)
     ref_ms = [a.verdict.workloads[0].reference_ms for a in first]
     assert ref_ms[1] > 20 * ref_ms[0]
-    original = Verdict.model_validate(json.loads((chain / "sealed" / "gen_1.original.json").read_text()))
-    assert original.passed and original.workloads[0].reference_ms < ref_ms[1] / 20
+    assert g1["best_hash"] == g0["best_hash"] and data["stop"]["kind"] == "unchanged"
+    assert data["best"]["generation"] == 0
     # the built-in architect of generation 1 started from generation 0's best point
     plan = tomllib.loads((chain / "gen_1" / "curriculum.v1.toml").read_text())
     m0 = plan["milestone"][0]["row"][0]
