@@ -21,8 +21,8 @@ import datetime
 import json
 import statistics
 import sys
+import tempfile
 import time
-import types
 from pathlib import Path
 
 import torch
@@ -116,11 +116,14 @@ def rel_err(got, want) -> float:
     return worst
 
 
+KERNEL_DIR = Path(tempfile.mkdtemp(prefix="gpu-templates-"))
+
+
 def kernel_module(cfg, match):
-    text = templates.render(cfg, match.op, match.params, match.constants)
-    mod = types.ModuleType(f"k_{cfg.template}")
-    exec(compile(text, f"<{cfg.template}>", "exec"), mod.__dict__)
-    return mod
+    """Render ``cfg`` into its own kernel file (compiled Triton reads the source) and import it."""
+    path = KERNEL_DIR / f"k{len(list(KERNEL_DIR.iterdir()))}_{cfg.template}.py"
+    path.write_text(templates.render(cfg, match.op, match.params, match.constants))
+    return load_module(path)
 
 
 def configs(match) -> list:

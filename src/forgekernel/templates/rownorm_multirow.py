@@ -10,7 +10,7 @@ import triton.language as tl
 
 # --- knobs ---
 ROWS = 4  # rows per program (halved while ROWS * BLOCK_N > MAX_TILE)
-NUM_WARPS = 4
+NUM_WARPS = 0  # 0: from the tile size
 MAX_TILE = 16384  # largest ROWS * BLOCK_N block, elements
 # --- semantics ---
 EPS = 1e-6
@@ -74,7 +74,7 @@ def _rownorm(x, weight, bias=None, residual=None, center=False, cast_first=True,
         x2, r2, weight, bias if bias is not None else weight, y, ro,
         x2.stride(0), r2.stride(0), y.stride(0), ro.stride(0), m, n, EPS,
         ROWS_=rows, BLOCK_N=block_n, HAS_RES=residual is not None, HAS_BIAS=bias is not None,
-        CENTER=center, CAST_FIRST=cast_first, num_warps=NUM_WARPS)
+        CENTER=center, CAST_FIRST=cast_first, num_warps=NUM_WARPS or min(16, max(4, rows * block_n // 1024)))
     y = y.reshape(x.shape)
     return (y, ro.reshape(x.shape)) if residual is not None else y
 

@@ -9,7 +9,7 @@ import triton.language as tl
 
 # --- knobs ---
 ROWS = 4  # rows per program (halved while ROWS * BLOCK_N > MAX_TILE)
-NUM_WARPS = 4
+NUM_WARPS = 0  # 0: from the tile size
 MAX_TILE = 16384  # largest ROWS * BLOCK_N block, elements
 # --- semantics ---
 # --- end ---
@@ -48,7 +48,7 @@ def _launch(x, log):
     while rows > 1 and rows * block_n > MAX_TILE:
         rows //= 2
     _softmax_rows[(triton.cdiv(m, rows),)](x2, y, x2.stride(0), y.stride(0), m, n, ROWS_=rows,
-                                           BLOCK_N=block_n, LOG=log, num_warps=NUM_WARPS)
+                                           BLOCK_N=block_n, LOG=log, num_warps=NUM_WARPS or min(16, max(4, rows * block_n // 1024)))
     return y.reshape(x.shape)
 
 
