@@ -54,8 +54,8 @@ from forgekernel.records import Verdict
 from forgekernel.runstate import RunState
 from forgekernel.seams import Progress, ProgressEvent
 
-__all__ = ["CPU_ITERATIONS", "NOISE_RULES", "Chain", "ChainOptions", "ChainOutcome", "Decision", "EvolveError", "Parts",
-           "create", "decide", "evolve", "is_chain", "open_chain"]
+__all__ = ["CPU_ITERATIONS", "NOISE_RULES", "Chain", "ChainOptions", "ChainOutcome", "Decision",
+           "EvolveError", "Parts", "create", "decide", "evolve", "is_chain", "open_chain"]
 
 
 @dataclass
@@ -101,6 +101,7 @@ class ChainOutcome:
     @property
     def exit_code(self) -> int:
         return 0 if self.best else 2
+
 
 def evolve(chain_dir: str | Path, parts: Parts) -> ChainOutcome:
     """Run (or resume) the chain in ``chain_dir`` until its stop rule says stop."""

@@ -30,9 +30,8 @@ def evolve_cmd(
 ) -> None:
     """Evolve a kernel: each generation's best becomes the next generation's performance reference.
 
-    Stops when a generation's gain is within the noise floor, when a generation finds nothing
-    correct, or after --generations. Resumable: `forge evolve EVOLVE_DIR`. Exit code 0 when some
-    generation sealed a best, 2 otherwise.
+    Stops when a generation's gain is within the noise floor, it finds nothing correct, or at --generations.
+    Resumable: `forge evolve EVOLVE_DIR`. Exit 0 when some generation sealed a best, 2 otherwise.
     """
     from forgekernel import evolve
     from forgekernel.config import load_settings
