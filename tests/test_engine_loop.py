@@ -14,6 +14,7 @@ import pytest
 
 from engine_support.fake_judge import judge_in_process as judge
 from engine_support.runs import agents, new_run, step, write_script
+from forgekernel import curriculum as C
 from forgekernel import engine, ledger, rundir
 from forgekernel.agents.base import AgentError
 from forgekernel.agents.scripted import load_script
@@ -143,3 +144,16 @@ def test_run_dir_layout(tmp_path):
     shutil.rmtree(rd.task_dir)
     with pytest.raises(rundir.RunDirError, match="not a run directory"):
         rundir.open(rd.root)
+
+
+def test_a_reopened_m0_must_be_passed_by_new_work(tmp_path):
+    steps = [step("torch_fast.py", "M0.1"), step("torch_slow.py", "M1.1"), step("torch_slow.py", "M0.2")]
+    outcome, events, _ = go(tmp_path, steps, ("plan_short.toml", "plan_reopen.toml"))
+    ps = plans(events)
+    assert [p.version for p in ps] == [1, 2] and "reopens frozen M0" in ps[1].reason
+    gates = [e for e in events if isinstance(e, ledger.GateEvent)]
+    assert [(g.milestone, g.after_seq) for g in gates] == [("M0", 1)]  # not passed again by the old best
+    rows = [(e.seq, e.row) for e in events if isinstance(e, Attempt)]
+    assert rows == [(1, "M0.1"), (2, "M1.1"), (3, "M0.2")]  # the new structure was tried
+    m0 = C.milestone(C.loads(rundir.open(outcome.run_dir).curriculum.read_text()), "M0")
+    assert m0.status == "open" and not m0.frozen

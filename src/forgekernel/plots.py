@@ -28,17 +28,20 @@ def speedup_plot(path: Path, state: RunState, target: float) -> bool:
               for w in a.verdict.workloads if w.timing_label}
     fig = _figure()
     ax = fig.add_subplot()
+    ax.set_yscale("log")  # speedups are ratios; interpreter runs sit far below 1
     ax.plot([p[0] for p in pts], [p[1] for p in pts], "o", label="passed attempt")
-    best, steps = 0.0, []
+    best, steps = None, []
     for q, a in sorted(state.attempts.items()):
         if a.best and a.verdict and a.verdict.speedup is not None:
             best = a.verdict.speedup
-        steps.append((q, best if best else None))
+        steps.append((q, best))
     ax.step([s[0] for s in steps], [s[1] for s in steps], where="post", label="best so far")
-    failed = [q for q, a in state.attempts.items() if not a.accepted]
+    failed = sorted(q for q, a in state.attempts.items() if not a.accepted)
+    floor = min(min(p[1] for p in pts), target) / 2
     if failed:
-        ax.plot(failed, [0] * len(failed), "x", color="tab:red", label="not passed")
+        ax.plot(failed, [floor] * len(failed), "x", color="tab:red", label="not passed")
     ax.axhline(target, linestyle="--", color="gray", label=f"target {target:g}x")
+    ax.xaxis.get_major_locator().set_params(integer=True)
     ax.set_xlabel("attempt")
     ax.set_ylabel("speedup vs reference" + (" (cpu-interpret)" if "cpu-interpret" in labels else ""))
     ax.legend(loc="best", fontsize=8)
@@ -87,6 +90,7 @@ def roofline_plot(path: Path, verdict: Verdict | None, floors: list[dict[str, An
         ax.axhline(100, linestyle="--", color="gray", label="roofline floor")
         ax.set_xticks(xs, [p[0] for p in pts], rotation=20, fontsize=7)
         ax.set_ylabel("% of speed of light (floor / median)")
+        ax.set_title("each workload against its roofline floor (device timings)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)

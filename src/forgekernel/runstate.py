@@ -76,6 +76,8 @@ class RunState:
     confirms: list[ConfirmEvent] = field(default_factory=list)
     ends: list[EndEvent] = field(default_factory=list)
     curriculum: Curriculum | None = None
+    reopened: set[str] = field(default_factory=set)
+    """Milestones the last plan reopened: only a best found after that plan can pass them."""
     best: Attempt | None = None
     counts: dict[str, RowCount] = field(default_factory=dict)
     closed_minutes: float = 0.0
@@ -94,8 +96,10 @@ class RunState:
         elif isinstance(ev, StartedEvent):
             self.started[ev.seq] = ev
         elif isinstance(ev, PlanEvent):
+            passed = {m.id for m in self.curriculum.milestones if m.status == "passed"} if self.curriculum else set()
             self.plans.append(ev)
             self.curriculum = cur_mod.from_dict(ev.curriculum)
+            self.reopened = {m.id for m in self.curriculum.milestones if m.status == "open"} & passed
             self.counts = {}
         elif isinstance(ev, RowEvent):
             self.rows.append(ev)

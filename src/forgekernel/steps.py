@@ -281,6 +281,8 @@ class Steps:
             self.gate = C.evaluate_gate(m, verdict, self._gate_profiles(m))
             if best is None or not self.gate.passed:
                 break
+            if m.id in self.state.reopened and best.seq <= self.state.plans[-1].after_seq:
+                break  # a reopened milestone is passed by new work, not by the old best
             self.record(GateEvent(milestone=m.id, candidate=best.candidate, after_seq=self.state.last_seq,
                                   lines=tuple(dataclasses.asdict(r) for r in self.gate.lines)))
             self.emit("gate", f"gate {m.id} passed" + (" (frozen)" if m.kind == "architecture" else ""))

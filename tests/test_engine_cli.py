@@ -1,0 +1,108 @@
+"""`forge run` / `forge status` on the command line: selection, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from engine_support.runs import REPO, TESTS, new_run, step, write_script
+from forgekernel.cli import main
+
+FAST_JUDGE = "engine_support.fake_judge:judge_in_process"
+
+
+def forge(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error(err: str, text: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("forge: error: ") and text in lines[0], err
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    return new_run(tmp_path)
+
+
+def test_not_a_run_or_task_dir(capsys, tmp_path):
+    code, _, err = forge(capsys, "run", tmp_path / "nothing")
+    assert code == 2
+    one_error(err, "neither a run dir (run.toml) nor a task dir (task.toml)")
+
+
+def test_local_delivery_without_a_gpu_is_an_error(capsys, run_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    code, _, err = forge(capsys, "run", run_dir, "--delivery", "local")
+    assert code == 2
+    one_error(err, "delivery 'local' needs a CUDA GPU")
+
+
+@pytest.mark.parametrize(("args", "text"), [
+    (["--agent", "nosuch"], "unknown agent 'nosuch'"),
+    (["--agent", "scripted"], "needs --script PATH"),
+    (["--script", "x.toml", "--agent", "builtin"], "--script/--replay drive the scripted agent"),
+    (["--script", "missing.toml"], "no such script file"),
+])
+def test_agent_selection_errors(capsys, run_dir, args, text):
+    code, _, err = forge(capsys, "run", run_dir, "--delivery", "cpu", *args)
+    assert code == 2
+    one_error(err, text)
+
+
+def test_missing_credential_names_what_is_missing(capsys, run_dir):
+    if os.environ.get("ANTHROPIC_API_KEY") or (REPO / "local.env").exists():
+        pytest.skip("a credential or local.env is present here")
+    code, _, err = forge(capsys, "run", run_dir, "--delivery", "cpu", "--agent", "anthropic")
+    assert code == 2
+    one_error(err, "missing ANTHROPIC_API_KEY")
+
+
+def test_status_of_a_fresh_run(capsys, run_dir):
+    code, out, _ = forge(capsys, "status", run_dir, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["state"] == "not started" and d["iterations"] == 0 and d["best"] is None
+    code, out, _ = forge(capsys, "status", run_dir)
+    assert code == 0 and "best: none" in out and "0/40 attempts" in out
+
+
+def test_run_then_replay_then_status(capsys, run_dir, tmp_path):
+    script = write_script(tmp_path / "s.json", [step("wrong.py"), step("torch_fast.py")])
+    code, out, _ = forge(capsys, "run", run_dir, "--script", script, "--delivery", "cpu",
+                         "--max-iterations", "2", "--judge", FAST_JUDGE)
+    assert code == 2, out
+    assert "[judged] #1 M0.1: WRONG_VALUES" in out and "iteration budget spent (2 of 2)" in out
+    assert "target 1000x: not met" in out
+    replayed = new_run(tmp_path, "replayed")
+    code, out, _ = forge(capsys, "run", replayed, "--replay", run_dir, "--delivery", "cpu",
+                         "--max-iterations", "2", "--judge", FAST_JUDGE)
+    assert code == 2 and "[judged] #2 M0.1: PASSED" in out
+    code, out, _ = forge(capsys, "status", replayed, "--json")
+    d = json.loads(out)
+    assert d["state"] == "stopped" and d["agent"] == "scripted" and d["best"]["seq"] == 2
+    assert [a["status"] for a in d["last"]] == ["WRONG_VALUES", "PASSED"]
+
+
+def test_a_task_dir_gets_a_run_dir_first(tmp_path):
+    script = write_script(tmp_path / "s.json", [step("torch_fast.py")])
+    out_dir = tmp_path / "fresh"
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    proc = subprocess.run([sys.executable, "-m", "forgekernel.cli", "run", str(REPO / "tasks" / "rmsnorm"),
+                           "--out", str(out_dir), "--script", str(script), "--delivery", "cpu",
+                           "--max-iterations", "1", "--judge", FAST_JUDGE],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode in (0, 2), proc.stderr
+    assert proc.stdout.splitlines()[0] == f"created run dir {out_dir}"
+    assert (out_dir / "best" / "kernel.py").is_file()
+    report = (out_dir / "report.md").read_text()
+    assert f"(exit code {proc.returncode})" in report  # the report's target line matches the exit code
+    assert ("-- met**" in report) == (proc.returncode == 0)
