@@ -15,10 +15,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
 ECHO = "forgekernel.delivery.echo_worker"
+REPO = Path(__file__).resolve().parents[1]
 
 DRIVER = textwrap.dedent("""
     import json, sys
@@ -33,9 +35,21 @@ DRIVER = textwrap.dedent("""
     results = runner.run_many(jobs)
     out = {"results": [r.model_dump() for r in results], "placements": runner.placements,
            "timing": runner.timing_label}
+
+    # The real judge, two candidates at once (one thread each; one fake GPU each).
+    from concurrent.futures import ThreadPoolExecutor
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    task = load_task(%(repo)r + "/tasks/rmsnorm")
+    kernels = [%(repo)r + "/tests/fixtures/kernels/" + k
+               for k in ("correct/rmsnorm_rowwise", "wrong/rmsnorm_wrong_values")]
+    with ThreadPoolExecutor(2) as pool:
+        verdicts = list(pool.map(lambda k: judge(task, k, runner, JudgeOptions(smoke_only=True)), kernels))
+    out["verdicts"] = [[v.status.value, v.delivery] for v in verdicts]
     runner.shutdown()
     print("RESULT " + json.dumps(out))
-""") % {"echo": ECHO}
+""") % {"echo": ECHO, "repo": str(REPO)}
 
 
 def _namespace_prefix() -> list[str] | None:
@@ -130,3 +144,7 @@ def test_doctor_rows_and_make_runner_for_ray():
                                                   remote_device="cpu"))
     assert isinstance(runner, RayRunner) and runner.address == "127.0.0.1:6379"
     assert runner.timing_label == "cpu-interpret"
+
+
+def test_real_judge_verdicts_through_ray(batch):
+    assert batch["verdicts"] == [["PASSED", "ray"], ["WRONG_VALUES", "ray"]]
