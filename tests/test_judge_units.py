@@ -294,3 +294,8 @@ def test_feedback_never_reveals_hidden_details():
                "got": 0.25, "max_rel": 0.4, "max_abs": 0.25, "tol": 0.01, "output": 0}
     text = feedback.compose(Status.WRONG_VALUES, "x", visible)
     assert "index (3, 17)" in text and "expected 0.5, got 0.25" in text and "What to look at" in text
+
+
+def test_policy_follows_plain_assignment_aliases(tmp_path):
+    src = "import torch\nF = torch.nn.functional\ndef run(x):\n    return F.rms_norm(x, (4,))\n"
+    assert "torch.nn.functional.rms_norm" in _check(tmp_path, src).violations[0]

@@ -19,11 +19,12 @@ bytes over size-matched measured bandwidth, flops over measured peak), by more t
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from forgekernel.judge.failure import Failure
@@ -118,23 +119,29 @@ _HARNESS_PATHS = tuple(os.sep.join(("", *p, "")) for p in (
 
 class EagerCalls:
     """Records the torch functions called from Python code (not from inside Triton's own
-    interpreter) while active: the eager PyTorch work around a candidate's kernels."""
+    interpreter or the profiler) while active: the eager PyTorch work around a candidate's
+    kernels. For data-movement calls it also records which storages flowed into which."""
 
     def __init__(self) -> None:
-        import torch
         from torch.overrides import TorchFunctionMode
 
-        calls = self.calls = []
+        calls: list[str] = []
+        flows: list[tuple[set[int], set[int]]] = []
+        self.calls, self.flows = calls, flows
 
         class _Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                result = func(*args, **kwargs)
                 caller = sys._getframe(1).f_code.co_filename
                 if not any(part in caller for part in _HARNESS_PATHS):
-                    calls.append(call_name(func))
-                return func(*args, **(kwargs or {}))
+                    name = call_name(func)
+                    calls.append(name)
+                    if op_key(name) in TRIVIAL_CALLS:
+                        flows.append((_storages((args, kwargs)), _storages(result)))
+                return result
 
         self.mode = _Mode()
-        self.torch = torch
 
     def __enter__(self) -> EagerCalls:
         self.mode.__enter__()
@@ -146,6 +153,31 @@ class EagerCalls:
     def compute(self) -> set[str]:
         """Op keys of the calls that do arithmetic (not metadata or data movement)."""
         return {op_key(n) for n in self.calls} - TRIVIAL_CALLS
+
+    def reach(self, storages: set[int]) -> set[int]:
+        """``storages`` plus every storage data-movement calls derived from them."""
+        reached = set(storages)
+        grew = True
+        while grew:
+            grew = False
+            for inputs, outputs in self.flows:
+                if inputs & reached and not outputs <= reached:
+                    reached |= outputs
+                    grew = True
+        return reached
+
+
+def _storages(value: Any) -> set[int]:
+    """Storage addresses of the tensors in a (nested) value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {value.untyped_storage().data_ptr()} if value.numel() else set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*(_storages(v) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return _storages(list(value.values()))
+    return set()
 
 
 def eager_compute(call: Callable[[], Any]) -> set[str]:
@@ -181,8 +213,13 @@ def audit(call: Callable[[], Any], *, device: str, own: list[str], forbid: tuple
                 "kernel must be launched and do the work", summary, "no_launch")
     if cuda:
         _check_cuda(summary, mine, others, forbid)
+        with EagerCalls() as eager2, _jit_launches() as seen:
+            out = call()
+        launches = [launch for launch in seen if launch.name in own]
+        if launches:  # CUDA-extension kernels are not seen here: their outputs go unchecked
+            _check_outputs(summary, launches, out, eager2)
     else:
-        _check_outputs(summary, mine, out)
+        _check_outputs(summary, mine, out, eager)
     ops = eager.compute()
     overlap = sorted(ops & ref_ops)
     summary["eager_ops"] = sorted(ops)
@@ -199,6 +236,28 @@ def _trace_cuda(call: Callable[[], Any], own: list[str]) -> tuple[dict[str, Any]
     summary = _summary(trace, own)
     mine = [k for k in trace.kernels if is_own(k.name, own)]
     return summary, mine, [k for k in trace.kernels if not is_own(k.name, own)], None
+
+
+@contextlib.contextmanager
+def _jit_launches() -> Iterator[list[Any]]:
+    """Compiled Triton launches (name and arguments) inside the block."""
+    from triton.runtime.jit import JITFunction
+
+    from forgekernel.profile.launches import TritonLaunch
+
+    seen: list[Any] = []
+    original = JITFunction.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("warmup"):
+            seen.append(TritonLaunch(name=self.fn.__name__, args=args, kwargs=dict(kwargs)))
+        return original(self, *args, **kwargs)
+
+    JITFunction.run = run
+    try:
+        yield seen
+    finally:
+        JITFunction.run = original
 
 
 def _check_cuda(summary: dict[str, Any], mine: list[Any], others: list[Any], forbid: tuple[str, ...]) -> None:
@@ -230,15 +289,16 @@ def _trace_interpreter(call: Callable[[], Any],
     return summary, mine, [launch for launch in seen if launch.name not in own], out
 
 
-def _check_outputs(summary: dict[str, Any], mine: list[Any], out: Any) -> None:
-    """Every output must have been an argument of one of the candidate's own launches."""
+def _check_outputs(summary: dict[str, Any], mine: list[Any], out: Any, eager: EagerCalls) -> None:
+    """Every output must come from one of the candidate's own launches: passed to it as an
+    argument, or derived from such a tensor by data movement only (a cast, a copy, a view)."""
     import torch
 
-    storages = {a.untyped_storage().data_ptr() for launch in mine
-                for a in (*launch.args, *launch.kwargs.values()) if isinstance(a, torch.Tensor)}
+    touched = set().union(*(_storages((launch.args, launch.kwargs)) for launch in mine))
+    written = eager.reach(touched)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     for i, o in enumerate(outs):
-        if not isinstance(o, torch.Tensor) or o.untyped_storage().data_ptr() not in storages:
+        if not isinstance(o, torch.Tensor) or (o.numel() and o.untyped_storage().data_ptr() not in written):
             _reject(f"output {i} was not written by any of your Triton kernels (it came from "
                     "PyTorch code around them)", summary, "output_not_written")
 

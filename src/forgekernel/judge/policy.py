@@ -35,7 +35,7 @@ FORBIDDEN_MODULES = {
     "forgekernel": "imports the judge", "reference": "imports the reference implementation",
     "runpy": "runs code dynamically", "code": "runs code dynamically",
     "codeop": "compiles code dynamically", "marshal": "loads code objects",
-    "pty": "starts processes",
+    "pty": "starts processes", "pkgutil": "resolves names dynamically",
 }
 """Modules a candidate may not import at all, with why."""
 
@@ -56,6 +56,8 @@ FORBIDDEN_NAMES = {
     "os.dup": "duplicates file descriptors", "os.dup2": "duplicates file descriptors",
     "os.open": "opens file descriptors", "os.fdopen": "opens file descriptors",
     "os.pipe": "opens pipes", "os.execv": "replaces the process",
+    "operator.attrgetter": "reaches attributes by computed names",
+    "operator.methodcaller": "calls methods by computed names",
 }
 FORBIDDEN_PREFIXES = ("os.exec", "os.spawn", "os.posix_spawn")
 FORBIDDEN_BUILTINS = {"eval", "exec", "compile", "__import__", "globals", "locals", "vars",
@@ -237,6 +239,9 @@ class _Visitor(ast.NodeVisitor):
         for t in node.targets:
             self._check_target(t)
         self.generic_visit(node)
+        target = self.resolve(node.value)
+        if target is not None and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            self.aliases[node.targets[0].id] = target  # F = torch.nn.functional
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check_target(node.target)
