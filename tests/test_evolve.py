@@ -98,7 +98,7 @@ def test_cpu_interpret_timings_do_not_stop_the_chain_under_auto(tmp_path):
     assert gens[1]["speedup"] < 1 and gens[1]["beats_noise"] is False and gens[1]["decision"] == "continue"
     assert all(e["rule"].startswith("not applied: cpu-interpret") for e in gens)
     assert gens[2]["reference_hash"] == gens[1]["best_hash"]
-    assert "the noise rule was not applied" in (root / "lineage.md").read_text()
+    assert "the noise rule was not applied (not applied: cpu-interpret" in (root / "lineage.md").read_text()
 
 
 def test_a_generation_whose_best_is_its_reference_stops_the_chain(tmp_path):

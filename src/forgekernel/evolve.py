@@ -135,10 +135,10 @@ def decide(generation: int, generations: int, rule: str, verdict: Verdict | None
     ``unchanged``: the best is the generation's performance reference itself (same hash).
     """
     if verdict is None:
-        return Decision(False, "nothing_correct", f"generation {generation} found no correct kernel",
+        return Decision(False, "nothing_correct", f"stopped: generation {generation} found no correct kernel",
                         "-", None)
     if not verdict.passed:
-        return Decision(False, "confirmation_failed", f"the best of generation {generation} failed its "
+        return Decision(False, "confirmation_failed", f"stopped: the best of generation {generation} failed its "
                         f"final confirmation ({verdict.status.value}: {verdict.reason[:160]})", "-", None)
     label = report.timing_label(verdict)
     applied = rule == "on" or (rule == "auto" and label != "cpu-interpret")

@@ -82,14 +82,14 @@ def best_line(data: dict[str, Any]) -> str:
             f"{_fmt(b.get('speedup_vs_original'), '.4g', 'x')} the task's reference measured, "
             f"{_fmt(b.get('speedup_vs_original_chained'), '.4g', 'x')} chained ({b.get('timing')})"
             + ("" if b.get("rule") == "applied" else
-               "; the noise rule was not applied, so every generation's best counted"))
+               f"; the noise rule was not applied ({b.get('rule')})"))
 
 
 def markdown(data: dict[str, Any]) -> str:
     gens = data["generations"]
     stop = data.get("stop")
     lines = [f"# Self-evolution lineage: {data['task']}", "",
-             f"stop: {stop['reason'] if stop else 'running (no stop yet)'}", "", best_line(data), ""]
+             stop["reason"] if stop else "running: no stop yet", "", best_line(data), ""]
     if any(e.get("timing") == "cpu-interpret" for e in gens):
         lines += [CPU_NOTE, ""]
     lines += ["| gen | run dir | reference | best | x its reference | noise floor | gain > noise | "
@@ -103,7 +103,7 @@ def markdown(data: dict[str, Any]) -> str:
                      f"{_fmt(e.get('noise_floor'), '.2%')} | {beats} | "
                      f"{_fmt(e.get('speedup_vs_original'), '.4g', 'x')} | "
                      f"{_fmt(e.get('speedup_vs_original_chained'), '.4g', 'x')} | {e.get('timing') or '-'} | "
-                     f"{e['decision']}{': ' + e['stop_reason'] if e.get('stop_reason') else ''} |")
+                     f"{e.get('stop_reason') or e['decision']} |")
     rule = data.get("options", {}).get("noise_rule", "auto")
     lines += ["", "![cumulative speedup](lineage.png)", "",
               "- Correctness is always checked against the task's PyTorch reference in float64; "
@@ -111,9 +111,15 @@ def markdown(data: dict[str, Any]) -> str:
               "- *x its reference* and *noise floor* come from the best's final confirmation: the best "
               "re-timed against its reference, interleaved, with the noise floor the reference timed "
               "against itself in the same judgement on the same device.",
-              f"- Noise rule: `{rule}`; per generation: "
-              + "; ".join(f"gen {e['generation']}: {e.get('rule')}" for e in gens) + "."]
+              f"- Noise rule `{rule}`: " + _rules(gens) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _rules(gens: list[dict[str, Any]]) -> str:
+    rules = [e.get("rule") for e in gens]
+    if rules and len(set(rules)) == 1:
+        return f"{rules[0]} (every generation)"
+    return "; ".join(f"gen {e['generation']}: {e.get('rule')}" for e in gens)
 
 
 def plot(path: Path, data: dict[str, Any]) -> bool:
