@@ -149,9 +149,10 @@ def _prescriber():
 
 
 def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
-    """What an agent may run for a quick verdict on the workspace."""
-    return (sys.executable, "-m", "forgekernel.cli", "judge", str(rd.task_dir), str(rd.workspace),
-            "--json", "--delivery", delivery)
+    """What an agent may run for a quick verdict on the workspace (`forge check`: visible
+    smoke workloads, no timing)."""
+    return (sys.executable, "-m", "forgekernel.cli", "check", str(rd.task_dir), str(rd.workspace),
+            "--delivery", delivery)
 
 
 class _Printer:
