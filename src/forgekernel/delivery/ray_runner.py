@@ -17,6 +17,7 @@ import contextlib
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,7 @@ class RayRunner:
         self.placements: list[dict[str, Any]] = []
         """For the last batch, per job: the GPU ids, node and wall-clock start/end of its task."""
         self._task = None
-        self._started_cluster = False
+        self._lock = threading.Lock()
 
     @property
     def timing_label(self) -> str:
@@ -88,6 +89,10 @@ class RayRunner:
 
     def connect(self) -> dict[str, float]:
         """Join (or start) the cluster once; return its resources. Needs at least one GPU."""
+        with self._lock:
+            return self._connect()
+
+    def _connect(self) -> dict[str, float]:
         ray = import_ray()
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
@@ -99,8 +104,7 @@ class RayRunner:
             else:
                 kwargs.update(num_gpus=self.num_gpus, num_cpus=self.num_cpus,
                               object_store_memory=128 * 1024 * 1024)
-                self._started_cluster = True
-            ray.init(address=self.address, **{**kwargs, **self.init_kwargs})
+            ray.init(address=self.address or "local", **{**kwargs, **self.init_kwargs})
         resources = ray.cluster_resources()
         if resources.get("GPU", 0) < 1:
             raise DeliveryError(f"the Ray cluster ({self.address or 'local'}) has no GPU resources "
@@ -138,4 +142,4 @@ class RayRunner:
         ray = import_ray()
         if ray.is_initialized():
             ray.shutdown()
-        self._task, self._started_cluster = None, False
+        self._task = None

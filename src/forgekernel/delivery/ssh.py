@@ -63,6 +63,7 @@ class SshRunner:
         self.gpu, self.device, self.retries = gpu, device, retries
         self.connect_timeout_s, self.lock_wait_s, self.ssh_bin = connect_timeout_s, lock_wait_s, ssh_bin
         self.remote: dict[str, Any] | None = None
+        self._prepare_lock = threading.Lock()
         self.lost: list[str] = []
         """One line per connection lost mid-job (each was retried or ended in DeliveryError)."""
 
@@ -117,8 +118,12 @@ class SshRunner:
 
     def prepare(self) -> dict[str, Any]:
         """Probe the host and install the judge bundle there (once); return what was found."""
-        if self.remote is not None:
+        with self._prepare_lock:
+            if self.remote is None:
+                self.remote = self._prepare()
             return self.remote
+
+    def _prepare(self) -> dict[str, Any]:
         bundle, data = judge_bundle()
         info = self.probe()
         problem = remote_problem(info, device=self.device, gpu=self.gpu)
@@ -129,7 +134,6 @@ class SshRunner:
             self._boot("install", bundle, data)
         info["bundle"] = bundle
         info["bundle_dir"] = f"{info['workdir']}/judge/{bundle}"
-        self.remote = info
         return info
 
     # -- one job
