@@ -127,7 +127,8 @@ class EagerCalls:
 
         calls: list[str] = []
         flows: list[tuple[set[int], set[int]]] = []
-        self.calls, self.flows = calls, flows
+        keep: list[Any] = []  # tensors stay alive, so no address is reused during the call
+        self.calls, self.flows, self.keep = calls, flows, keep
 
         class _Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -139,6 +140,7 @@ class EagerCalls:
                     calls.append(name)
                     if op_key(name) in TRIVIAL_CALLS:
                         flows.append((_storages((args, kwargs)), _storages(result)))
+                        keep.append((args, kwargs, result))
                 return result
 
         self.mode = _Mode()
