@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_support.runs import KERNELS, REPO, TESTS, new_run, step, write_script
+from engine_support.runs import KERNELS, REPO, new_run, step, write_script
 from forgekernel import curriculum as C
 from forgekernel import ledger, rundir, status
 from forgekernel.records import Attempt
@@ -24,9 +24,9 @@ from forgekernel.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 
-STEPS = [step("wrong.py", "M0.1"), step("torch_slow.py", "M0.1", cost={"dollars": 0.1}),
-         step(None, "M1.1", error="rate limited"), step("torch_fast.py", "M1.1"),
-         step("torch_slow.py", "M1.2")]
+STEPS = [step("triton_wrong.py", "M0.1"), step("triton_row_slow.py", "M0.1", cost={"dollars": 0.1}),
+         step(None, "M1.1", error="rate limited"), step("triton_row.py", "M1.1"),
+         step("triton_row_slow.py", "M1.2")]
 
 
 def cid(kernel: str, tmp: Path) -> str:
@@ -38,9 +38,9 @@ def cid(kernel: str, tmp: Path) -> str:
 
 
 def forge_run(root: Path, script: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(TESTS), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [sys.executable, "-m", "forgekernel.cli", "run", str(root), "--script", str(script),
-           "--delivery", "cpu", "--judge", "engine_support.fake_judge:judge"]
+           "--delivery", "cpu"]  # the real judge
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -81,8 +81,8 @@ def outcome_of(rd: rundir.RunDir) -> list[tuple]:
 
 def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
     script = write_script(tmp_path / "script.json", STEPS, ("plan_v1.toml", "plan_v2.toml"))
-    slow, fast = cid("torch_slow.py", tmp_path), cid("torch_fast.py", tmp_path)
-    expected = [(1, "M0.1", cid("wrong.py", tmp_path), "WRONG_VALUES", False, False),
+    slow, fast = cid("triton_row_slow.py", tmp_path), cid("triton_row.py", tmp_path)
+    expected = [(1, "M0.1", cid("triton_wrong.py", tmp_path), "WRONG_VALUES", False, False),
                 (2, "M0.1", slow, "PASSED", True, True), (3, "M1.1", "", "agent error:", False, False),
                 (4, "M1.1", fast, "PASSED", True, True), (5, "M1.2", slow, "duplicate of", False, False)]
     rd = rundir.open(new_run(tmp_path, "killed"))
@@ -125,7 +125,7 @@ def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
     assert len(sessions) == kills + 1
     best = fast
     assert rundir.content_hash(rd.workspace) == best
-    assert rd.best_kernel.read_text() == (KERNELS / "torch_fast.py").read_text()
+    assert rd.best_kernel.read_text() == (KERNELS / "triton_row.py").read_text()
     assert [t.strip() for t in Workspace(rd.workspace).git("tag").split()] == ["best", "c2", "c4", "start"]
     cur = C.loads(rd.curriculum.read_text())
     assert cur.version == 2 and C.milestone(cur, "M0").frozen
