@@ -133,7 +133,7 @@ def _measure(targets, delivery: str | None, gpu_settings) -> dict[str, Any]:
         raise fail("kb probe needs a GPU, and the delivery here is cpu (the Triton interpreter "
                    "cannot time hardware); run it where --delivery local works")
     try:
-        runner = make_runner(name, gpu=gpu_settings.gpu)
+        runner = make_runner(name, gpu=gpu_settings.gpu, settings=gpu_settings)
     except ValueError as exc:
         raise fail(str(exc)) from None
     typer.echo(f"delivery {name} -- {why}")

@@ -68,7 +68,7 @@ def profile(
     settings = load_settings({"delivery": None if delivery == "auto" else delivery})
     task = load_task(task_dir)
     name, why = resolve_delivery(settings.delivery)
-    runner = make_runner(name, gpu=settings.gpu)
+    runner = make_runner(name, gpu=settings.gpu, settings=settings)
     profiles = profile_task(task, runner, kernel=kernel, ncu=ncu, static=static,  # type: ignore[arg-type]
                             ncu_dir=ncu_dir)
     if as_json:

@@ -25,7 +25,7 @@ class ProfileError(ForgeError, RuntimeError):
 
 def workloads_for(task: TaskSpec, runner: Runner) -> tuple[Workload, ...]:
     """Smoke workloads on the CPU runner, visible non-smoke ones on a GPU (smoke if none)."""
-    if runner.name == "cpu":
+    if runner.timing_label == "cpu-interpret":
         chosen = task.smoke_workloads()
         if not chosen:
             raise ProfileError(f"task {task.name} has no smoke workload for the CPU runner")
@@ -57,7 +57,7 @@ def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
     """
     if ncu not in ("auto", "on", "off"):
         raise ProfileError(f"--ncu {ncu!r}: use auto, on or off")
-    if ncu == "on" and runner.name == "cpu":
+    if ncu == "on" and runner.timing_label == "cpu-interpret":
         raise ProfileError("--ncu on needs a GPU delivery (local); the cpu runner has no device")
     chosen = workloads or workloads_for(task, runner)
     payload = {"mode": "profile", "task": task.root, "workloads": [w.axes for w in chosen],
