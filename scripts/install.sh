@@ -13,6 +13,6 @@ if [ -z "${FK_TORCH_SPEC:-}" ]; then
     FK_TORCH_SPEC="torch==2.13.0"
   fi
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check "$FK_TORCH_SPEC" -e ".[test,llm]" 2>&1 \
+.venv/bin/python -m pip install -q --disable-pip-version-check "$FK_TORCH_SPEC" -e ".[test,llm,ray]" 2>&1 \
   | grep -v "is ignored: it is neither a file nor a directory" || true
 .venv/bin/python -c "import forgekernel, torch, triton; print('installed forgekernel', forgekernel.__version__, 'torch', torch.__version__, 'triton', triton.__version__)"
