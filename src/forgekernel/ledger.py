@@ -110,6 +110,8 @@ class EndEvent(Marker):
     reason: str
     target_met: bool
     after_seq: int = 0
+    agent: AgentCost | None = None
+    """Cost of a last architect call that brought nothing new (else it would go unrecorded)."""
 
 
 Event = Attempt | SessionEvent | PlanEvent | StartedEvent | RowEvent | GateEvent | ConfirmEvent | EndEvent

@@ -166,6 +166,7 @@ class RunState:
     def dollars(self) -> float:
         spent = sum(a.agent.dollars for a in self.attempts.values())
         spent += sum(s.agent.dollars for q, s in self.started.items() if q not in self.attempts)
+        spent += sum(e.agent.dollars for e in self.ends if e.agent is not None)
         return spent + sum(p.agent.dollars for p in self.plans)
 
     def minutes(self, now: datetime | None = None) -> float:

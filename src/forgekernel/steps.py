@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import exprs, rundir
+from forgekernel import exprs, rundir, views
 from forgekernel.agents.base import (
     AgentError,
     ArchitectContext,
@@ -55,6 +55,7 @@ class Steps:
         self.reference_source = (rd.task_dir / "reference.py").read_text()
         self.gate: C.GateResult | None = None
         self.nothing_left = ""
+        self.unrecorded_cost: AgentCost | None = None
         self._prescriptions: tuple[str, ...] | None = None
 
     # -- plumbing
@@ -159,6 +160,7 @@ class Steps:
             return False
         if new is None or C.open_rows(new) == 0:
             self.nothing_left = f"nothing left to try: the architect has no new open row ({reason})"
+            self.unrecorded_cost = res.cost
             return False
         self.record(PlanEvent(version=new.version, reason=new.reason, after_seq=st.last_seq,
                               curriculum=C.to_dict(new), agent=res.cost, notes=res.notes))
@@ -322,7 +324,8 @@ class Steps:
             met, speedup = confirm.met, confirm.verdict.speedup
             if confirm.verdict.passed:
                 self._write_best(best.candidate, confirm.verdict)
-        self.record(EndEvent(reason=stop, target_met=met, after_seq=self.state.last_seq))
+        self.record(EndEvent(reason=stop, target_met=met, after_seq=self.state.last_seq,
+                             agent=self.unrecorded_cost))
         report.write(self.rd, self.state)
         return RunOutcome(self.rd.root, stop, self.limits.target, met,
                           best.candidate if best else None, speedup, self.state.iterations)
@@ -350,31 +353,13 @@ class Steps:
 
     # -- what the agents see
     def history(self) -> tuple[AttemptNote, ...]:
-        notes = []
-        for q, a in sorted(self.state.attempts.items()):
-            v = a.verdict
-            started = self.state.started.get(q)
-            summary = started.summary if started else a.error.splitlines()[0] if a.error else ""
-            status = v.status.value if v else ("DUPLICATE" if a.error.startswith(DUPLICATE) else "ERROR")
-            notes.append(AttemptNote(seq=q, row=a.row, status=status,
-                                     speedup=v.speedup if v else None, summary=summary[:300]))
-        return tuple(notes)
+        return views.history(self.state)
 
     def best_summary(self) -> dict[str, Any] | None:
-        best = self.state.best
-        if best is None or best.verdict is None:
-            return None
-        v = best.verdict
-        return {"candidate": best.candidate, "seq": best.seq, "row": best.row, "speedup": v.speedup,
-                "noise_floor": v.noise_floor, "profile": dict(v.profile),
-                "workloads": [{"axes": w.axes, "median_ms": w.median_ms, "reference_ms": w.reference_ms,
-                               "speedup": w.speedup, "sol_pct": w.sol_pct, "timing": w.timing_label}
-                              for w in v.workloads if not w.hidden]}
+        return views.best_summary(self.state)
 
     def reference_profiles(self) -> tuple[Profile, ...]:
-        if not self.rd.reference.exists():
-            return ()
-        return tuple(Profile.model_validate(p) for p in rundir.read_json(self.rd.reference).get("profiles", []))
+        return views.reference_profiles(self.rd)
 
     def prescriptions(self) -> tuple[str, ...]:
         if self._prescriptions is None:
@@ -383,11 +368,4 @@ class Steps:
         return self._prescriptions
 
     def _architect_extra(self) -> dict[str, Any]:
-        gate = self.gate
-        return {"delivery": self.seams.runner.name,
-                "gate": [dataclasses.asdict(r) for r in gate.lines] if gate else [],
-                "measurable": sorted(set().union(*(e.keys() for e in C.gate_envs(
-                    self.state.best.verdict if self.state.best else None)))),
-                "floors": rundir.read_json(self.rd.reference).get("floors", [])
-                if self.rd.reference.exists() else []}
-
+        return views.architect_extra(self.rd, self.state, self.gate, self.seams.runner.name)
