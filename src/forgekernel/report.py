@@ -89,7 +89,7 @@ def milestone_lines(state: RunState) -> list[str]:
     timeline: list[tuple[str, str]] = []
     for p in state.plans:
         timeline.append((p.time, f"- after attempt #{p.after_seq}: curriculum v{p.version} ({p.reason})"
-                         + (f" -- {p.notes}" if p.notes else "")))
+                         + (f" -- {p.notes}" if p.notes and p.notes != p.reason else "")))
     for g in state.gates:
         timeline.append((g.time, f"- after attempt #{g.after_seq}: gate {g.milestone} passed with "
                          f"{g.candidate}: " + "; ".join(f"{x['line']} {x['state']}" for x in g.lines)))

@@ -268,6 +268,7 @@ def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; these are ordinary, readable files
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()

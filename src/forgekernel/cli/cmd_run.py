@@ -174,10 +174,11 @@ class _Printer:
             return
         if ev.kind == "propose":
             self.live.update(f"{ev.message} (agent working)")
-        else:
-            self.console.print(f"[{ev.kind}] {ev.message}", markup=False, highlight=False)
-            if ev.kind == "judged":
-                self.live.update("next")
+            return
+        self.console.print(f"[{ev.kind}] {ev.message}", markup=False, highlight=False)
+        waiting = {"plan": "architect planning", "confirm": "judging", "stop": "confirming the best",
+                   "session": "starting"}
+        self.live.update(waiting.get(ev.kind, f"after: {ev.message}"))
 
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
