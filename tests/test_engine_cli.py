@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from engine_support.runs import REPO, TESTS, new_run, step, write_script
+from forgekernel import rundir
 from forgekernel.cli import main
 
 FAST_JUDGE = "engine_support.fake_judge:judge_in_process"
@@ -82,6 +83,7 @@ def test_run_then_replay_then_status(capsys, run_dir, tmp_path):
     assert code == 2, out
     assert "[judged] #1 M0.1: WRONG_VALUES" in out and "iteration budget spent (2 of 2)" in out
     assert "target 1000x: not met" in out
+    assert rundir.open(run_dir).config()["budget"]["iterations"] == 2  # kept for a resumed run
     replayed = new_run(tmp_path, "replayed")
     code, out, _ = forge(capsys, "run", replayed, "--replay", run_dir, "--delivery", "cpu",
                          "--max-iterations", "2", "--judge", FAST_JUDGE)

@@ -34,38 +34,56 @@ def run_cmd(
     """
     from forgekernel import engine, rundir
     from forgekernel.config import load_settings
-    from forgekernel.delivery.base import make_runner, resolve_delivery
+    from forgekernel.report import summary_line
 
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
-    root = _run_dir(target, settings, out)
-    rd = rundir.open(root)
+    rd = rundir.open(_run_dir(target, settings, out))
+    cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars})
+    if model is None and cfg.get("model"):
+        settings = settings.model_copy(update={"model": cfg["model"]})
+    seams = _seams(rd, cfg, settings, agent, architect, delivery, replay or script, judge_impl)
+    with _Printer() as printer:
+        outcome = engine.run(rd.root, settings=settings, progress=printer, **seams)
+    typer.echo(f"report: {rd.report}")
+    typer.echo(summary_line(engine.load_state(rd)))
+    typer.echo(f"target {outcome.target:g}x: {'met' if outcome.target_met else 'not met'} "
+               f"({outcome.reason}); exit {outcome.exit_code}")
+    raise typer.Exit(outcome.exit_code)
+
+
+def _keep_budget(rd: Any, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Write budget flags into run.toml, so a resumed run keeps them; returns the config."""
+    import tomli_w
+
+    from forgekernel import rundir
+
     cfg = rd.config()
-    script_path = replay or script
-    coder_name, arch_name = _agent_names(agent, architect, cfg, script_path is not None)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given:
+        cfg.setdefault("budget", {}).update(given)
+        rundir.atomic_write(rd.run_toml, tomli_w.dumps(cfg))
+    return cfg
+
+
+def _seams(rd: Any, cfg: dict, settings: Any, agent: str | None, architect: str | None,
+           delivery: str | None, script: Path | None, judge_impl: str | None) -> dict[str, Any]:
+    """The concrete agents, runner, judge, profiler and knowledge base for this run."""
+    from forgekernel.delivery.base import make_runner, resolve_delivery
+    from forgekernel.evolve_ref import for_run_dir
+
+    coder_name, arch_name = _agent_names(agent, architect, cfg, script is not None)
     wanted = delivery or (cfg.get("delivery") if cfg.get("delivery") not in (None, "auto") else settings.delivery)
     name, _why = resolve_delivery(wanted)
     try:
         runner = make_runner(name, gpu=cfg.get("gpu", settings.gpu), settings=settings)
     except ValueError as exc:
         raise fail(str(exc)) from None
-    coder = _backend(coder_name, "coder", settings, script_path)
-    arch = _backend(arch_name, "architect", settings, script_path)
+    coder = _backend(coder_name, "coder", settings, script)
+    arch = _backend(arch_name, "architect", settings, script)
     judge, hasher = _judge(judge_impl)
-    from forgekernel.evolve_ref import for_run_dir
-
     arch, judge = for_run_dir(rd, arch, judge, hasher)  # a `forge evolve` generation: its sealed reference
-    limits = {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars}
-    with _Printer() as printer:
-        outcome = engine.run(rd.root, coder, arch, judge, runner, settings, limits=limits,
-                             progress=printer, profiler=_profiler(), prescriber=_prescriber(),
-                             hasher=hasher, check_command=_check_command(rd, name))
-    typer.echo(f"report: {rd.report}")
-    from forgekernel.report import summary_line
-
-    typer.echo(summary_line(engine.load_state(rd)))
-    typer.echo(f"target {outcome.target:g}x: {'met' if outcome.target_met else 'not met'} "
-               f"({outcome.reason}); exit {outcome.exit_code}")
-    raise typer.Exit(outcome.exit_code)
+    return {"coder": coder, "architect": arch, "judge": judge, "runner": runner, "hasher": hasher,
+            "profiler": _profiler(), "prescriber": _prescriber(), "check_command": _check_command(rd, name)}
 
 
 def _run_dir(target: Path, settings: Any, out: Path | None) -> Path:
