@@ -41,7 +41,7 @@ def test_hash_is_content_not_location(tmp_path):
     (b / "__pycache__" / "kernel.cpython-311.pyc").write_bytes(b"junk")
     (b / ".hidden").write_text("ignored")
     assert candidate_hash(a) == candidate_hash(b)
-    assert candidate_hash(a / "kernel.py") == candidate_hash(a)
+    assert candidate_hash(a / "kernel.py") == candidate_hash(a)  # staged as the same two files
     (b / "k.cu").write_text("// cuda changed\n")
     assert candidate_hash(a) != candidate_hash(b)
     assert len(candidate_hash(a)) == 16

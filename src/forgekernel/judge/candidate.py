@@ -46,10 +46,17 @@ def candidate_files(root: Path) -> list[Path]:
 
 
 def candidate_hash(root: str | Path) -> str:
-    """Content hash of a candidate dir: 16 hex digits over its files' paths and bytes."""
+    """Content hash of a candidate: 16 hex digits over its files' paths and bytes.
+
+    A directory is hashed as it is; a single kernel file is hashed as :func:`stage` would
+    copy it (as ``kernel.py`` with its sibling sources), so the hash equals the verdict's.
+    """
     root = Path(root)
     if root.is_file():
-        root = root.parent
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="forge-hash-") as tmp:
+            return candidate_hash(stage(root, Path(tmp) / "c"))
     digest = hashlib.sha256()
     for rel in candidate_files(root):
         digest.update(rel.as_posix().encode() + b"\0")
