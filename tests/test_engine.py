@@ -114,7 +114,7 @@ def test_best_dir_candidates_and_report(main_run):
     assert re.fullmatch(rf"best: {outcome.best} -- cpu-interpret median [0-9.e+-]+ ms, [0-9.e+-]+x the reference", line)
     assert line == summary_line(engine.load_state(rd))
     assert "NOT met** (exit code 2)" in text and "| 5 | M1.2 | DUPLICATE |" in text
-    assert "gate M0 passed" in text and "curriculum v2" in text
+    assert "gate M0 passed" in text and "curriculum v2" in text and " by forgekernel " in text
     assert (rd.plots / "speedup.png").read_bytes()[:4] == b"\x89PNG"
     assert not (rd.plots / "roofline.png").exists()  # no device timings on the CPU
 

@@ -134,8 +134,8 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
     met = bool(end and end.target_met)
     lines = [f"# forge run: {cfg.get('task', '?')}", "", summary_line(state), ""]
     if verdict is not None:
-        lines.append(f"Verdict shown: {source}; {len(timed(verdict))} timed workload(s), "
-                     f"timings labelled `{timing_label(verdict)}`.")
+        lines.append(f"Verdict shown: {source} by {verdict.judge or 'an unnamed judge'}; "
+                     f"{len(timed(verdict))} timed workload(s), timings labelled `{timing_label(verdict)}`.")
     lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
               f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
               f"- run dir: `{rd.root}`",

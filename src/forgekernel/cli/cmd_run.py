@@ -15,7 +15,8 @@ from forgekernel.cli import app, fail
 
 @app.command("run")
 def run_cmd(
-    target: Path = typer.Argument(..., help="Run dir (from `forge new`), or a task dir: a run dir is created first."),
+    target: Path = typer.Argument(..., metavar="RUN_DIR",
+                                  help="Run dir (from `forge new`), or a task dir: a run dir is created first."),
     agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
