@@ -147,7 +147,8 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
               "## Workloads", "", *workload_table(verdict, ref.get("floors", [])), "",
               "## Milestones", "", *milestone_lines(state), "", "## Attempts", "", *attempt_lines(state),
               "", "## Plots", ""]
-    lines += [f"![{name}]({path})" for name, path in plots.items()] or ["No plot (nothing was timed)."]
+    lines += [f"![{name}]({path})" if path else name for name, path in plots.items()] \
+        or ["No plot (nothing was timed)."]
     lines += ["", "## Files", "", "- `best/kernel.py`, `best/verdict.json`" if state.best else
               "- no best kernel", "- `ledger.jsonl` (every attempt), `curriculum.v*.toml` (every plan)", ""]
     return "\n".join(lines)
@@ -163,6 +164,10 @@ def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
     verdict, _ = best_verdict(state)
     ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
     target = float(rd.config().get("target", {}).get("speedup", 1.2))
-    plots = write_plots(rd.plots, state, verdict, ref.get("floors", []), target)
-    rundir.atomic_write(rd.report, render(rd, state, {k: f"plots/{Path(v).name}" for k, v in plots.items()}))
+    try:
+        plots = {k: f"plots/{Path(v).name}" for k, v in
+                 write_plots(rd.plots, state, verdict, ref.get("floors", []), target).items()}
+    except ImportError as exc:  # matplotlib missing (a bare GPU host): say so, keep the report
+        plots = {f"no plot: matplotlib is not available ({exc})": ""}
+    rundir.atomic_write(rd.report, render(rd, state, plots))
     return rd.report
