@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 
+from engine_support.fake_judge import LuckyFirstTiming
 from engine_support.fake_judge import judge_in_process as judge
 from engine_support.runs import agents, new_run, step, write_script
 from forgekernel import curriculum as C
@@ -157,3 +158,14 @@ def test_a_reopened_m0_must_be_passed_by_new_work(tmp_path):
     assert rows == [(1, "M0.1"), (2, "M1.1"), (3, "M0.2")]  # the new structure was tried
     m0 = C.milestone(C.loads(rundir.open(outcome.run_dir).curriculum.read_text()), "M0")
     assert m0.status == "open" and not m0.frozen
+
+
+def test_a_lucky_timing_does_not_end_the_search(tmp_path):
+    root = new_run(tmp_path)
+    coder, architect = agents(write_script(tmp_path / "s.json", [step("torch_fast.py"), step("wrong.py"),
+                                                                  step("torch_slow.py")], ("plan_v1.toml",)))
+    outcome = engine.run(root, coder, architect, LuckyFirstTiming(), CPU, limits={"iterations": 3, "target": 50})
+    events = ledger.read(rundir.open(root).ledger)[0]
+    confirms = [e for e in events if isinstance(e, ledger.ConfirmEvent)]
+    assert [(c.after_seq, c.met) for c in confirms] == [(1, False)]  # refuted once, not re-timed
+    assert outcome.reason == "iteration budget spent (3 of 3)" and outcome.exit_code == 2

@@ -99,7 +99,9 @@ class Steps:
     def stop_reason(self) -> str | None:
         lim, st, best = self.limits, self.state, self.state.best
         if best is not None and best.verdict and (best.verdict.speedup or 0) >= lim.target:
-            return f"target reached: {best.verdict.speedup:.3g}x >= {lim.target:g}x"
+            confirm = self._confirm(best)  # a lucky timing must not end the search
+            if confirm.met:
+                return f"target reached: {confirm.verdict.speedup:.3g}x >= {lim.target:g}x, confirmed"
         if st.iterations >= lim.iterations:
             return f"iteration budget spent ({st.iterations} of {lim.iterations})"
         if st.minutes(datetime.now(UTC)) >= lim.minutes:
@@ -331,14 +333,15 @@ class Steps:
                           best.candidate if best else None, speedup, self.state.iterations)
 
     def _confirm(self, best: Attempt) -> ConfirmEvent:
-        last = self.state.confirms[-1] if self.state.confirms else None
-        if last and last.candidate == best.candidate and last.after_seq == self.state.last_seq:
-            return last
+        done = [c for c in self.state.confirms if c.candidate == best.candidate]
+        if done:  # one confirmation per best: a refuted one is not re-timed until it is replaced
+            return done[-1]
         self.emit("confirm", f"confirming the best ({best.candidate}) against the reference")
         src = self._verified(best.candidate, "confirmation")
         v = self._judge(best.candidate, src, self.seams.confirm_judge)
         met = v.passed and v.speedup is not None and v.speedup >= self.limits.target
-        self.emit("confirm", f"confirmed: {v.status.value}" + (f", {v.speedup:.3g}x" if v.speedup else ""))
+        self.emit("confirm", f"confirmed: {v.status.value}" + (f", {v.speedup:.3g}x" if v.speedup else "")
+                  + ("" if met else f", below the {self.limits.target:g}x target"))
         return self.record(ConfirmEvent(candidate=best.candidate, after_seq=self.state.last_seq,
                                         verdict=v, target=self.limits.target, met=met))
 

@@ -53,3 +53,18 @@ def to_verdict(r: dict, common: dict) -> Verdict:
     return Verdict(status=status, reason=r.get("reason", ""), workloads=workloads,
                    speedup=speedup, noise_floor=0.05, feedback=r.get("feedback", ""),
                    profile=r.get("profile", {}), **common)
+
+
+class LuckyFirstTiming:
+    """Judges in process; the first timing of each candidate comes out a hundred times too
+    fast, as a noisy clock might, and every later one is honest (tests the confirmation)."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, task, candidate_dir: Path, runner) -> Verdict:
+        v = judge_in_process(task, candidate_dir, runner)
+        if v.speedup is None or v.candidate in self.seen:
+            return v
+        self.seen.add(v.candidate)
+        return v.model_copy(update={"speedup": v.speedup * 100})
