@@ -37,3 +37,41 @@ def test_failures_become_descriptions(act, expect):
 def test_unknown_delivery():
     with pytest.raises(ValueError, match="unknown delivery"):
         make_runner("carrier-pigeon")
+
+
+def test_worker_dies_with_its_parent(tmp_path):
+    """A SIGKILLed caller leaves no worker running (PR_SET_PDEATHSIG)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pidfile = tmp_path / "pids"
+    code = (
+        "from forgekernel.delivery import Job, make_runner\n"
+        "from forgekernel.delivery.local import CpuRunner\n"
+        "class R(CpuRunner):\n"
+        f"    def on_spawn(self, pid): open({str(pidfile)!r}, 'w').write(str(pid))\n"
+        "R().run(Job(module='forgekernel.delivery.echo_worker', payload={'act': 'sleep', 'seconds': 60}, timeout_s=90))\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    deadline = time.time() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.time() < deadline
+        time.sleep(0.1)
+    worker = int(pidfile.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        # a zombie is dead enough: check its state
+        stat = __import__("pathlib").Path(f"/proc/{worker}/stat")
+        if stat.exists() and stat.read_text().split()[2] == "Z":
+            return
+        time.sleep(0.1)
+    raise AssertionError("worker outlived its killed parent")

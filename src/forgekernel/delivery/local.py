@@ -107,7 +107,7 @@ class SubprocessRunner:
             proc = subprocess.Popen(
                 [self.python, "-m", job.module], stdin=stdin_file, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, pass_fds=(wfd,), cwd=job.cwd or None, env=env,
-                start_new_session=True,
+                start_new_session=True, preexec_fn=_die_with_parent,
             )
         os.close(wfd)
         self.on_spawn(proc.pid)
@@ -148,6 +148,16 @@ class SubprocessRunner:
             stdout_tail=drains[0].tail.decode(errors="replace"),
             stderr_tail=drains[1].tail.decode(errors="replace"), wall_s=wall,
         )
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILL when the parent dies (Linux), so a killed `forge` leaves no
+    worker timing on the GPU behind it."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _kill_group(pid: int) -> None:
