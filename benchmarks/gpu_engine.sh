@@ -12,7 +12,7 @@ rm -rf "$WORK" && mkdir -p "$WORK"
 for t in $TASKS; do
   echo "=== forge run tasks/$t (builtin, local, <= $ITER attempts, <= $MINUTES min)"
   start=$(date +%s)
-  python3 -m forgekernel.cli run "tasks/$t" --out "$WORK/$t" --delivery local --agent builtin \
+  timeout -s KILL "${RUN_TIMEOUT:-110}" python3 -m forgekernel.cli run "tasks/$t" --out "$WORK/$t" --delivery local --agent builtin \
     --max-iterations "$ITER" --max-minutes "$MINUTES" > "$WORK/$t.log" 2>&1
   rc=$?
   echo "exit $rc after $(( $(date +%s) - start )) s"
