@@ -81,7 +81,10 @@ def main() -> int:
     sys.path.insert(0, str(REPO / "benchmarks"))
     from judge_overhead import measure
 
-    doc["overhead"] = measure("local", runs=2)
+    try:
+        doc["overhead"] = measure("local", runs=2)
+    except Exception as exc:  # recorded; the verdict steps still run
+        doc["overhead"] = {"error": f"{type(exc).__name__}: {exc}", "first_s": -1.0, "warm_median_s": -1.0}
     save()
     for kind, path, opts in plan():
         if time.monotonic() - start > args.budget_s:
