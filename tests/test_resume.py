@@ -87,7 +87,7 @@ def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
                 (4, "M1.1", fast, "PASSED", True, True), (5, "M1.2", slow, "duplicate of", False, False)]
     rd = rundir.open(new_run(tmp_path, "killed"))
     rng = random.Random(6)
-    kills = pending_kills = 0
+    kills = pending_kills = timed_kills = 0
     for cycle in range(60):
         proc = forge_run(rd.root, script)
         start, goal = time.monotonic(), lines(rd.ledger) + 2  # its session line, then one more
@@ -97,6 +97,7 @@ def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
             if (delay is not None and time.monotonic() - start > delay) or (delay is None and lines(rd.ledger) >= goal):
                 kill(proc)
                 kills += 1
+                timed_kills += delay is not None
                 break
             time.sleep(0.02)
         else:
@@ -122,7 +123,9 @@ def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
     assert sorted(attempt_seqs) == list(range(1, len(expected) + 1))  # each attempt exactly once
     assert outcome_of(rd) == expected
     sessions = [x for x in raw if x.get("kind") == "session"]
-    assert len(sessions) == kills + 1
+    # Every run writes its session line first; only a kill at a random delay can land before
+    # that line (a slow start under load), never one triggered by new ledger lines.
+    assert kills + 1 - timed_kills <= len(sessions) <= kills + 1
     best = fast
     assert rundir.content_hash(rd.workspace) == best
     assert rd.best_kernel.read_text() == (KERNELS / "triton_row.py").read_text()

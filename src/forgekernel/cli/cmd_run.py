@@ -171,7 +171,7 @@ def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
     """What an agent may run for a quick verdict on the workspace (`forge check`: visible
     smoke workloads, no timing)."""
     return (sys.executable, "-m", "forgekernel.cli", "check", str(rd.task_dir), str(rd.workspace),
-            "--delivery", delivery)
+            "--delivery", delivery, "--json")
 
 
 class _Printer:
