@@ -27,6 +27,7 @@ def run_cmd(
     script: Path = typer.Option(None, "--script", help="Script for the scripted agent (implies --agent scripted)."),
     replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
     out: Path = typer.Option(None, "--out", help="With a task dir: the run dir to create."),
+    ncu: str = typer.Option("off", "--ncu", help="Nsight Compute in the run's profiles: off (default: it costs minutes), auto or on."),
     judge_impl: str = typer.Option(None, "--judge", hidden=True, help="module:attr of a judge callable (tests)."),
 ) -> None:
     """Run the loop on RUN_DIR until the target, the budget or the ideas run out (resumable).
@@ -37,12 +38,15 @@ def run_cmd(
     from forgekernel.config import load_settings
     from forgekernel.report import summary_line
 
+    if ncu not in ("off", "auto", "on"):
+        raise fail(f"--ncu {ncu!r}: use off, auto or on")
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
     rd = rundir.open(_run_dir(target, settings, out))
     cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars})
     if model is None and cfg.get("model"):
         settings = settings.model_copy(update={"model": cfg["model"]})
     seams = _seams(rd, cfg, settings, agent, architect, delivery, replay or script, judge_impl)
+    seams["profiler"] = _profiler(ncu)
     with _Printer() as printer:
         outcome = engine.run(rd.root, settings=settings, progress=printer, **seams)
     typer.echo(f"report: {rd.report}")
@@ -147,14 +151,17 @@ def _judge(impl: str | None):
     return real_judge, candidate_hash
 
 
-def _profiler():
+def _profiler(ncu: str = "off"):
+    """The reference/best profiler. Nsight Compute is off by default inside a run: it replays
+    every kernel many times, which costs minutes per workload; `--ncu auto|on` turns it on."""
     try:
         from forgekernel.profile import profile_task
     except ImportError:
         return None
 
     def profile(task, runner, kernel_dir):
-        return profile_task(task, runner, kernel=kernel_dir / "kernel.py" if kernel_dir else None)
+        return profile_task(task, runner, kernel=kernel_dir / "kernel.py" if kernel_dir else None,
+                            ncu=ncu)
 
     return profile
 
