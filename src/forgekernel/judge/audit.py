@@ -32,8 +32,10 @@ from forgekernel.records import Status
 
 OWN_SHARE_MIN = 0.5
 """Least share of device time the candidate's own kernels must carry."""
-ROOFLINE_SLACK = 1.1
-"""A median below floor / ROOFLINE_SLACK (over 110 % of speed of light) is rejected."""
+ROOFLINE_SLACK = 1.25
+"""A median below floor / ROOFLINE_SLACK (over 125 % of speed of light) is rejected. Honest
+kernels reach about 100 % of the copy-bandwidth floor on the H200 (outputs can stay in L2),
+see benchmarks/results/judge_gpu.json; cheats that skip work land far beyond it."""
 
 _GEMM = r"gemm|cublas|cutlass|nvjet|xmma|matmul|\bmm\b|addmm|bmm"
 LIBRARY_KERNELS = {

@@ -282,6 +282,7 @@ class Session:
         if check.ok:
             self.nondeterministic = True  # both runs within tolerance: nondeterministic, not wrong
             return
+        slot.record(k, check)
         check.kind = "repeat"
         check.message = ("a second run on the same input values gave different bits and "
                          f"{check.message}: uninitialised reads, a race, or call-count-dependent behaviour")

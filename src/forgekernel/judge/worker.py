@@ -8,8 +8,11 @@ signed channel; nothing it prints is ever parsed.
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +65,12 @@ def judge_in_process(env: Envelope) -> dict[str, Any]:
     import torch
 
     base: dict[str, Any] = {"versions": _versions(torch), "device": ""}
+    start = time.perf_counter()
     try:
         session = _prepare(env)
     except Exception as exc:  # the task or the judge is broken: no verdict on the candidate
         return {**base, "judge_error": f"{type(exc).__name__}: {exc}"}
+    session.phases = {"prepare_s": round(time.perf_counter() - start, 3)}
     base["device"] = session.device_name
     return _judge(session, env.payload, base)
 
@@ -76,13 +81,18 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     from forgekernel.records import Status
 
     status, reason, details, extra, timed = Status.PASSED, "", {}, {}, None
+    clock = _Phases(session.phases)
     try:
         perf_kernel = payload.get("perf_kernel")
-        session.load(Path(payload["kernel"]), Path(perf_kernel) if perf_kernel else None)
-        session.correctness()
-        extra = _audit(session)
+        with clock("import_s"):
+            session.load(Path(payload["kernel"]), Path(perf_kernel) if perf_kernel else None)
+        with clock("correctness_s"):
+            session.correctness()
+        with clock("audit_s"):
+            extra = _audit(session)
         if session.opts.timing:
-            timed = perf.run(session)
+            with clock("timing_s"):
+                timed = perf.run(session)
     except Failure as failure:
         status, reason, details = failure.status, failure.reason, failure.details
     except BaseException as exc:  # after candidate import, any escape is a runtime failure
@@ -90,6 +100,21 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
         reason = f"the judgement failed after the candidate was imported: {type(exc).__name__}: {exc}"
         details = {"kind": "judge", "phase": "unknown"}
     return _result(session, status, reason, details, extra, timed, base)
+
+
+class _Phases:
+    """Wall seconds of each phase of the judgement (``profile['phases']``)."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into = into
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.into[name] = round(time.perf_counter() - start, 3)
 
 
 def _audit(session: Any) -> dict[str, Any]:
@@ -130,7 +155,8 @@ def _result(session: Any, status: Any, reason: str, details: dict[str, Any], ext
         "tolerances": [{"output": k, "tol": t.tol, "ref_err": t.ref_err, "source": t.source}
                        for k, t in enumerate(session.tolerances)],
         "nondeterministic": session.nondeterministic, "notes": session.notes,
-        "native_threads": guards.native_threads(), "own_kernels": session.own_kernels, **extra,
+        "native_threads": guards.native_threads(), "own_kernels": session.own_kernels,
+        "phases": session.phases, **extra,
     }
     if session.l2 is not None:
         profile["persisting_l2_guard"] = session.l2.available
