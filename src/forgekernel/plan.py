@@ -88,7 +88,8 @@ def _bundled_claude() -> str | None:
     return str(base) if base.exists() else None
 
 
-def curriculum_outline(task: TaskSpec, coder: str, settings: Settings) -> dict[str, Any]:
+def curriculum_outline(task: TaskSpec, coder: str, settings: Settings,
+                       delivery: str = "cpu") -> dict[str, Any]:
     """The built-in architect's first plan when it covers the task, else a generic outline."""
     if coder == "builtin":
         try:
@@ -97,7 +98,9 @@ def curriculum_outline(task: TaskSpec, coder: str, settings: Settings) -> dict[s
 
             arch = backend_module("builtin").make_architect(settings)
             ref = (Path(task.root) / "reference.py").read_text()
-            cur = arch.plan(ArchitectContext(task=task, reference_source=ref)).curriculum
+            timing = "cpu-interpret" if delivery == "cpu" else "device"
+            extra = {"delivery": delivery, "timing": timing}
+            cur = arch.plan(ArchitectContext(task=task, reference_source=ref, extra=extra)).curriculum
             return {"source": "built-in architect", "milestones": [
                 {"id": m.id, "kind": m.kind, "title": m.title, "rows": len(m.rows),
                  "gate": [x for x in (m.gate.performance, *m.gate.mechanism) if x]}
@@ -138,6 +141,6 @@ def build_plan(task: TaskSpec, settings: Settings, delivery: tuple[str, str]) ->
         "agent": agents,
         "budget": task.budget.model_dump(),
         "target": task.target.model_dump(),
-        "curriculum": curriculum_outline(task, agents["coder"], settings),
+        "curriculum": curriculum_outline(task, agents["coder"], settings, delivery[0]),
         "prescriptions": prescriptions(task),
     }

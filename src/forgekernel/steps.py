@@ -371,4 +371,6 @@ class Steps:
         return self._prescriptions
 
     def _architect_extra(self) -> dict[str, Any]:
-        return views.architect_extra(self.rd, self.state, self.gate, self.seams.runner.name)
+        runner = self.seams.runner
+        return views.architect_extra(self.rd, self.state, self.gate, runner.name,
+                                     getattr(runner, "timing_label", "device"))

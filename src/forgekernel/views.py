@@ -54,10 +54,10 @@ def best_profiles(rd: rundir.RunDir, state: RunState) -> list[dict[str, Any]]:
 
 
 def architect_extra(rd: rundir.RunDir, state: RunState, gate: C.GateResult | None,
-                    delivery: str) -> dict[str, Any]:
+                    delivery: str, timing: str = "device") -> dict[str, Any]:
     """Extra facts for a re-plan: the delivery, the current gate, what can be measured here."""
     measurable = set().union(*(e.keys() for e in C.gate_envs(state.best.verdict if state.best else None)))
-    return {"delivery": delivery,
+    return {"delivery": delivery, "timing": timing,
             "gate": [dataclasses.asdict(r) for r in gate.lines] if gate else [],
             "measurable": sorted(measurable),
             "best_profiles": best_profiles(rd, state),

@@ -67,7 +67,10 @@ def facts(ctx: ArchitectContext) -> Facts:
     launches = [int(m["launches"]) for m in metrics if isinstance(m.get("launches"), (int, float))]
     sols = [float(m["sol_pct"]) for m in metrics if isinstance(m.get("sol_pct"), (int, float))]
     sols = [s for s in sols if s > 0]
-    gpu = bool(sols) or ctx.extra.get("delivery") in ("local", "ssh", "ray")
+    # The runner's timing label says whether timings are real (an ssh or ray host can run the
+    # interpreter too); older contexts only carry the delivery name.
+    timing = ctx.extra.get("timing")
+    gpu = bool(sols) or (timing == "device" if timing else ctx.extra.get("delivery") in ("local", "ssh", "ray"))
     predicted = None
     if sols:
         predicted = math.exp(sum(math.log(TARGET_SOL[bound] / s) for s in sols) / len(sols))
