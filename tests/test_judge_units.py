@@ -299,3 +299,15 @@ def test_feedback_never_reveals_hidden_details():
 def test_policy_follows_plain_assignment_aliases(tmp_path):
     src = "import torch\nF = torch.nn.functional\ndef run(x):\n    return F.rms_norm(x, (4,))\n"
     assert "torch.nn.functional.rms_norm" in _check(tmp_path, src).violations[0]
+
+
+def test_roofline_floor_only_with_known_ceilings(tasks_dir):
+    task = load_task(tasks_dir / "rmsnorm", check_reference=False)
+    wl = next(w for w in task.workloads if w.axes == {"M": 16384, "N": 8192})
+    outs = [((16384, 8192), "bfloat16")]
+    floor = audit.roofline_floor(task, wl, outs, "NVIDIA H200")
+    assert floor.bytes == 2 * 16384 * 8192 * 2 + 8192 * 2
+    assert floor.floor_ms == pytest.approx(floor.bytes / (floor.bandwidth_tbs * 1e12) * 1e3)
+    assert audit.roofline_floor(task, wl, outs, "cpu (Triton interpreter)") is None
+    # the rejection line: faster than floor / ROOFLINE_SLACK
+    assert floor.sol_pct(floor.floor_ms / audit.ROOFLINE_SLACK) == pytest.approx(100 * audit.ROOFLINE_SLACK)
