@@ -38,7 +38,7 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
     """Judge the candidate at ``candidate`` (a kernel.py or a dir holding one) for ``task``."""
     start = time.monotonic()
     opts = options or JudgeOptions()
-    if runner.name == "cpu" and not opts.smoke_only:
+    if getattr(runner, "timing_label", "") == "cpu-interpret" and not opts.smoke_only:
         opts = opts.model_copy(update={"smoke_only": True})
     with tempfile.TemporaryDirectory(prefix="forge-judge-") as tmp:
         root = Path(tmp)
