@@ -53,7 +53,7 @@ def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
         s.resume(settings)
         while True:
             if s.state.pending is not None:
-                s.judge_and_record(s.state.pending)
+                s.judge_waiting()
                 s.check_gate()
                 continue
             if (stop := s.stop_reason()) is not None:

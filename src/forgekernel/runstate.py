@@ -43,12 +43,14 @@ class Limits:
     max_replans: int = 4
     noise_floor: float = 0.02
     """Relative gain a new best needs when the verdict carries no noise floor."""
+    batch: int = 1
+    """Candidates the coder proposes per row before they are judged together."""
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any], **overrides: Any) -> Limits:
         budget, eng = cfg.get("budget", {}), cfg.get("engine", {})
         values = {"iterations": budget.get("iterations", 40), "minutes": budget.get("minutes", 90.0),
-                  "dollars": budget.get("dollars", 20.0),
+                  "dollars": budget.get("dollars", 20.0), "batch": budget.get("batch", 1),
                   "target": cfg.get("target", {}).get("speedup", 1.2),
                   **{k: eng[k] for k in ("max_retries", "stall_after", "max_replans", "noise_floor")
                      if k in eng}}
@@ -152,8 +154,13 @@ class RunState:
     @property
     def pending(self) -> StartedEvent | None:
         """A candidate stored and started but never recorded: it must be judged (again)."""
-        waiting = [s for q, s in self.started.items() if q not in self.attempts]
-        return min(waiting, key=lambda s: s.seq) if waiting else None
+        waiting = self.waiting
+        return waiting[0] if waiting else None
+
+    @property
+    def waiting(self) -> list[StartedEvent]:
+        """Every started but unrecorded candidate, by seq (a batch may leave several)."""
+        return sorted((s for q, s in self.started.items() if q not in self.attempts), key=lambda s: s.seq)
 
     @property
     def last_seq(self) -> int:

@@ -180,26 +180,38 @@ class Steps:
             return None
         return C.revise(old, checked, reason)
 
-    # -- one attempt
+    # -- one attempt (or a batch of them)
     def attempt(self, m: Milestone, row: DecisionRow) -> None:
+        """``limits.batch`` proposals for ``row``, each from the best; then they are judged."""
+        room = self.limits.iterations - self.state.iterations
+        for _ in range(max(1, min(self.limits.batch, room))):
+            if not self._propose(m, row):
+                break
+        if self.state.waiting:
+            self.judge_waiting()
+
+    def _propose(self, m: Milestone, row: DecisionRow) -> bool:
+        """One proposal, started (or recorded as failed); False: nothing more to try for ``row``."""
         st, coder = self.state, self.seams.coder
         seq = st.last_seq + 1
         feedback, retry = st.last_feedback(row.id)
         ctx = CoderContext(task=self.task, reference_source=self.reference_source,
                            workspace=self.ws.root, curriculum=st.curriculum, milestone=m, row=row,
                            profiles=self.reference_profiles(), prescriptions=self.prescriptions(),
-                           feedback=feedback, history=self.history(), best=self.best_summary(),
-                           retry=retry, check_command=self.seams.check_command)
+                           feedback=feedback, history=self.history() + views.proposed(st),
+                           best=self.best_summary(), retry=retry, check_command=self.seams.check_command)
         self.emit("propose", f"#{seq} {row.id} ({coder.name}): {row.decision}", seq=seq, row=row.id)
         try:
             res = coder.implement(ctx)
         except NothingToTry as exc:
             self.ws.reset()
+            if st.waiting:  # the batch so far is judged first; the row closes on the next ask
+                return False
             done = st.counts.get(row.id, RowCount()).accepted > 0
             self.record(RowEvent(row=row.id, status="done" if done else "failed",
                                  reason=str(exc), after_seq=st.last_seq))
             self.emit("note", f"{row.id} closed: {exc}")
-            return
+            return False
         except AgentError as exc:
             return self._failed(seq, m, row, f"{AGENT_ERROR}{exc}", AgentCost(agent=coder.name))
         except Exception as exc:
@@ -209,22 +221,25 @@ class Steps:
         if res.error:
             return self._failed(seq, m, row, f"{AGENT_ERROR}{res.error}", res.cost)
         cid = self.seams.hasher(self.ws.root)
-        prev = st.judged(cid)
+        prev = st.judged(cid) or next((s.seq for s in st.waiting if s.candidate == cid), None)
         if prev is not None:
             return self._failed(seq, m, row, f"{DUPLICATE}#{prev}: candidate {cid} is unchanged; "
                                 "not judged again", res.cost, cid)
         rundir.store_candidate(self.rd, cid, self.ws.root, {"seq": seq, "row": row.id,
                                "summary": res.summary, "cost": res.cost.model_dump(mode="json")})
-        started = self.record(StartedEvent(seq=seq, milestone=m.id, row=row.id, candidate=cid,
-                                           agent=res.cost, summary=res.summary))
-        self.judge_and_record(started)
+        self.record(StartedEvent(seq=seq, milestone=m.id, row=row.id, candidate=cid,
+                                 agent=res.cost, summary=res.summary))
+        if self.limits.batch > 1:
+            self.ws.reset()  # the next proposal of the batch starts from the best too
+        return True
 
     def _failed(self, seq: int, m: Milestone, row: DecisionRow, error: str, cost: AgentCost,
-                cid: str = "") -> None:
+                cid: str = "") -> bool:
         self.record(Attempt(seq=seq, time=now(), milestone=m.id, row=row.id, candidate=cid,
                             agent=cost, error=error))
         self.ws.reset()
         self.emit("judged", f"#{seq} {row.id}: {error.splitlines()[0][:160]}", seq=seq, status="ERROR")
+        return True
 
     def _verified(self, cid: str, what: str) -> Path:
         src = self.rd.candidate_src(cid)
@@ -233,20 +248,41 @@ class Steps:
                               "recorded hash; the run dir was modified")
         return src
 
-    def _judge(self, cid: str, src: Path, judge=None) -> Verdict:
-        verdict = (judge or self.seams.judge)(self.task, src, self.seams.runner)
+    def _judge(self, cid: str, src: Path, judge=None, runner=None) -> Verdict:
+        verdict = (judge or self.seams.judge)(self.task, src, runner or self.seams.runner)
         got = verdict.candidate
         if got and not (got.startswith(cid) or cid.startswith(got)):
             raise EngineError(f"the judge judged candidate {got}, not the recorded {cid}")
         return verdict
 
+    def judge_waiting(self) -> None:
+        """Phase two for every started, unrecorded candidate: a batch's are judged together
+        (:func:`~forgekernel.judge.batch.judge_each`), recorded in seq order, and only the
+        fastest correct one may become the best."""
+        waiting = self.state.waiting
+        if len(waiting) == 1:
+            return self.judge_and_record(waiting[0])
+        from forgekernel.judge.batch import fastest_passed, judge_each
+
+        srcs = [self._verified(s.candidate, f"attempt #{s.seq}") for s in waiting]
+        self.emit("note", f"judging a batch of {len(waiting)} candidates")
+        cids = {src: s.candidate for s, src in zip(waiting, srcs, strict=True)}
+        verdicts = judge_each(lambda _task, src, runner: self._judge(cids[src], src, runner=runner),
+                              self.task, srcs, self.seams.runner)
+        winner = fastest_passed(verdicts)
+        for i, started in enumerate(waiting):
+            self._record(started, srcs[i], verdicts[i], contender=i == winner)
+
     def judge_and_record(self, started: StartedEvent) -> None:
         """Phase two of an attempt: judge the stored candidate, record, accept or revert."""
+        src = self._verified(started.candidate, f"attempt #{started.seq}")
+        self._record(started, src, self._judge(started.candidate, src))
+
+    def _record(self, started: StartedEvent, src: Path, verdict: Verdict, contender: bool = True) -> None:
+        """Record a verdict, accept or revert; ``contender``: it may become the best."""
         cid, seq = started.candidate, started.seq
-        src = self._verified(cid, f"attempt #{seq}")
-        verdict = self._judge(cid, src)
         rundir.write_json(self.rd.candidate(cid) / "verdict.json", verdict.model_dump(mode="json"))
-        is_best = verdict.passed and self._beats_best(verdict)
+        is_best = contender and verdict.passed and self._beats_best(verdict)
         self.record(Attempt(seq=seq, time=now(), milestone=started.milestone, row=started.row,
                             candidate=cid, agent=started.agent, verdict=verdict,
                             accepted=verdict.passed, best=is_best))

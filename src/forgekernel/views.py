@@ -28,6 +28,13 @@ def history(state: RunState) -> tuple[AttemptNote, ...]:
     return tuple(notes)
 
 
+def proposed(state: RunState) -> tuple[AttemptNote, ...]:
+    """Notes for candidates started but not yet judged (earlier proposals of a batch), so a
+    coder proposes something else; status ``PROPOSED``. Empty outside batch mode."""
+    return tuple(AttemptNote(seq=s.seq, row=s.row, status="PROPOSED", speedup=None, summary=s.summary[:300])
+                 for s in state.waiting)
+
+
 def best_summary(state: RunState) -> dict[str, Any] | None:
     """The best so far: speedup, noise floor, profile summary, visible workloads' timings."""
     best = state.best

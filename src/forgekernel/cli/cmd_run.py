@@ -24,6 +24,7 @@ def run_cmd(
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts in the whole run."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes over all sessions."),
     max_dollars: float = typer.Option(None, "--max-dollars", min=0, help="Agent dollars over the run."),
+    batch: int = typer.Option(None, "--batch", min=1, help="Candidates the coder proposes per row, judged together (concurrently on a runner with run_many, e.g. ray); default 1."),
     script: Path = typer.Option(None, "--script", help="Script for the scripted agent (implies --agent scripted)."),
     replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
     out: Path = typer.Option(None, "--out", help="With a task dir: the run dir to create."),
@@ -42,7 +43,8 @@ def run_cmd(
         raise fail(f"--ncu {ncu!r}: use off, auto or on")
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
     rd = rundir.open(_run_dir(target, settings, out))
-    cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars})
+    cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
+                            "batch": batch})
     if model is None and cfg.get("model"):
         settings = settings.model_copy(update={"model": cfg["model"]})
     seams = _seams(rd, cfg, settings, agent, architect, delivery, replay or script, judge_impl)
