@@ -22,6 +22,7 @@ from forgekernel.agents.llm_common import (
     Transient,
     api_error,
     limits_from,
+    retry_after,
 )
 from forgekernel.agents.tools import Tool, ToolOutcome
 
@@ -58,7 +59,7 @@ class AnthropicChat:
                 msg = self.client.messages.create(**params)
         except sdk.APIStatusError as exc:
             raise api_error(NAME, exc.status_code, _message(exc), self.model, "ANTHROPIC_API_KEY",
-                            _retry_after(exc)) from None
+                            retry_after(exc)) from None
         except sdk.APIConnectionError as exc:
             raise Transient(f"{NAME} API: {type(exc).__name__}: {exc}") from None
         self.messages.append({"role": "assistant", "content": msg.content})
@@ -86,14 +87,6 @@ def _message(exc: Any) -> str:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return str(body["error"].get("message", exc))
     return str(getattr(exc, "message", exc))
-
-
-def _retry_after(exc: Any) -> float | None:
-    value = exc.response.headers.get("retry-after") if getattr(exc, "response", None) else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _chat_factory(settings: Any, kw: dict[str, Any]):

@@ -124,6 +124,15 @@ def with_cost(exc: AgentError, cost: AgentCost) -> AgentError:
     return exc
 
 
+def retry_after(exc: Any) -> float | None:
+    """Seconds an SDK error's Retry-After header asks for, if any."""
+    value = exc.response.headers.get("retry-after") if getattr(exc, "response", None) else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
 def limits_from(kw: dict[str, Any]) -> Limits:
     """A :class:`Limits` from ``limits=`` and/or field overrides in a factory's keywords."""
     base = kw.pop("limits", None) or Limits()

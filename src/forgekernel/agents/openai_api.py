@@ -27,6 +27,7 @@ from forgekernel.agents.llm_common import (
     Transient,
     api_error,
     limits_from,
+    retry_after,
 )
 from forgekernel.agents.tools import Tool, ToolOutcome
 
@@ -66,7 +67,7 @@ class OpenAIChat:
                 text, raw_calls, usage, finish = _whole(resp)
         except self.sdk.APIStatusError as exc:
             raise api_error(NAME, exc.status_code, _message(exc), self.model, "OPENAI_API_KEY",
-                            _retry_after(exc)) from None
+                            retry_after(exc)) from None
         except self.sdk.APIConnectionError as exc:
             raise Transient(f"{NAME} API: {type(exc).__name__}: {exc}") from None
         assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -144,14 +145,6 @@ def _message(exc: Any) -> str:
     if isinstance(body, dict) and body.get("message"):
         return str(body["message"])
     return str(getattr(exc, "message", exc))
-
-
-def _retry_after(exc: Any) -> float | None:
-    value = exc.response.headers.get("retry-after") if getattr(exc, "response", None) else None
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _chat_factory(settings: Any, kw: dict[str, Any]):

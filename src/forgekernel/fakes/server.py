@@ -98,7 +98,12 @@ class _HTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
 
-        self.fake.note_error(repr(sys.exc_info()[1]))
+        exc = sys.exc_info()[1]
+        # A client that hangs up (closing a finished stream or an idle keep-alive socket) is
+        # normal HTTP behaviour, not a server fault; anything else is recorded.
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+            return
+        self.fake.note_error(repr(exc))
 
 
 class FakeServer:
