@@ -20,13 +20,13 @@ for t in $TASKS; do
   grep -E "^(best|target|report)" "$WORK/$t.log" || tail -5 "$WORK/$t.log"
 done
 python3 - "$WORK" <<'PY'
-import json, subprocess, sys, datetime, platform
+import json, os, subprocess, sys, datetime, platform
 from pathlib import Path
 import torch, triton
 work = Path(sys.argv[1])
 meta = {"device": torch.cuda.get_device_name(0), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-        "commit": subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
+        "commit": os.environ.get("COMMIT") or subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
         "runs": {}}
 for log in sorted(work.glob("*.log")):
     t = log.stem
