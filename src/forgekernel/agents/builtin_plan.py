@@ -27,7 +27,7 @@ SOL_LINES = {"memory": (50, 70, 80), "compute": (30, 45, 55)}
 """Mechanism-line %SOL thresholds by stage on a GPU, by bound (M0's is not used: see gate)."""
 RESTRUCTURE_BELOW = {"memory": 70.0, "compute": 50.0}
 """A re-plan tries another structure when the best is below this %SOL (or it is unknown)."""
-PAIRS = {"matmul_tiled": (("BLOCK_M", "BLOCK_N"),), "gated_rows": (("BLOCK_N", "ROWS"),)}
+PAIRS = {"matmul_tiled": (("BLOCK_M", "BLOCK_N"), ("SKINNY_BLOCK_N", "SKINNY_BLOCK_K")), "gated_rows": (("BLOCK_N", "ROWS"),)}
 """Knobs swept together in one tuning row; every other knob gets a row of its own."""
 
 
