@@ -105,3 +105,16 @@ def test_the_confirmation_is_the_verdict_shown(tmp_path):
     v, source = report.best_verdict(replay(state))
     assert v.speedup == pytest.approx(1.8) and source.startswith("final confirmation")
     assert report.summary_line(replay(state)).endswith("1.8x the reference")
+
+
+def test_sol_above_100_gets_a_note_and_below_does_not():
+    from forgekernel.report import ABOVE_CEILING, workload_table
+
+    def table(sol):
+        w = WorkloadResult(axes={"M": 8192}, passed=True, median_ms=1.0, reference_ms=1.0, speedup=1.0,
+                           sol_pct=sol, timing_label="device")
+        return workload_table(Verdict(status=Status.PASSED, candidate="c1", workloads=(w,), speedup=1.0), [])
+
+    assert ABOVE_CEILING in table(117.6)
+    assert "| 117.6 |" in " ".join(table(117.6))
+    assert ABOVE_CEILING not in table(97.0)
