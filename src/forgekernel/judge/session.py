@@ -10,6 +10,7 @@ patterns, second time on a copy of the inputs at a new address).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,7 @@ class Session:
         self.l2 = guards.PersistingL2() if self.cuda else None
         self.fn: Any = None
         self.perf_fn: Any = None
+        self.phases: dict[str, float] = {}
 
     # ------------------------------------------------------------ workloads
     def _slots(self) -> list[Slot]:
@@ -218,10 +220,11 @@ class Session:
     def correctness(self) -> None:
         """Pass 0 over every workload (all of it, even after a failure), then the other trials."""
         first: Failure | None = None
-        for _t in range(self.trials):
-            for slot in self.slots:
+        for t in range(self.trials):
+            for i, slot in enumerate(self.slots):
                 if slot.passed is False:
                     continue
+                start = time.perf_counter()
                 try:
                     self.trial(slot)
                     slot.passed = True
@@ -230,6 +233,9 @@ class Session:
                     if failure.fatal or failure.status is Status.REJECTED:
                         raise
                     first = first or failure
+                finally:
+                    if t == 0 and i == 0:  # the candidate's compilation lands here
+                        self.phases["first_trial_s"] = round(time.perf_counter() - start, 3)
             if first is not None:
                 raise first
         self.sensitivity()

@@ -37,40 +37,47 @@ def _versions(torch: Any) -> dict[str, str]:
     return out
 
 
-def _prepare(env: Envelope) -> Any:
+def _prepare(env: Envelope, phases: dict[str, float]) -> Any:
     """Everything before the candidate: session, calibration, clocks, reference ops, snapshot."""
-    from forgekernel.judge import audit, perf, timing  # noqa: F401  (loaded before the snapshot)
-    from forgekernel.judge.session import Session
-    from forgekernel.profile import launches, roofline  # noqa: F401
+    clock = _Phases(phases)
+    with clock("imports_s"):
+        from forgekernel.judge import audit, perf, timing  # noqa: F401  (loaded before the snapshot)
+        from forgekernel.judge.session import Session
+        from forgekernel.profile import launches, roofline  # noqa: F401
 
-    session = Session(env.payload, env.delivery)
-    session.calibrate()
+    with clock("calibrate_s"):
+        session = Session(env.payload, env.delivery)
+        session.calibrate()
     torch = session.torch
-    if session.cuda:
-        session.device_name = torch.cuda.get_device_name(0)
-        l2 = torch.cuda.get_device_properties(0).L2_cache_size
-        session.clock = timing.CudaClock(l2)
-        # the profiler of the launch audit imports torch._inductor on first use; import it
-        # now so that its import-time changes are part of the harness snapshot
-        hasattr(torch, "_inductor")
-    else:
-        session.device_name = "cpu (Triton interpreter)"
-        session.clock = timing.HostClock()
-    session.take_snapshot()
+    with clock("harness_s"):
+        if session.cuda:
+            session.device_name = torch.cuda.get_device_name(0)
+            l2 = torch.cuda.get_device_properties(0).L2_cache_size
+            session.clock = timing.CudaClock(l2)
+            # the profiler of the launch audit imports torch._inductor on first use; import it
+            # now so that its import-time changes are part of the harness snapshot
+            hasattr(torch, "_inductor")
+        else:
+            session.device_name = "cpu (Triton interpreter)"
+            session.clock = timing.HostClock()
+        session.take_snapshot()
     return session
 
 
 def judge_in_process(env: Envelope) -> dict[str, Any]:
     """The whole judgement in this (fresh) process; returns the result dict."""
+    start = time.perf_counter()
     import torch
 
     base: dict[str, Any] = {"versions": _versions(torch), "device": ""}
+    phases: dict[str, float] = {"torch_s": round(time.perf_counter() - start, 3)}
     start = time.perf_counter()
     try:
-        session = _prepare(env)
+        session = _prepare(env, phases)
     except Exception as exc:  # the task or the judge is broken: no verdict on the candidate
         return {**base, "judge_error": f"{type(exc).__name__}: {exc}"}
-    session.phases = {"prepare_s": round(time.perf_counter() - start, 3)}
+    phases["prepare_s"] = round(time.perf_counter() - start, 3)
+    session.phases = phases
     base["device"] = session.device_name
     return _judge(session, env.payload, base)
 
