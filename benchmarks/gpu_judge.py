@@ -92,6 +92,7 @@ def main() -> int:
             continue
         doc["verdicts"].append(judge_one(kind, path, **opts))
         save()
+    save()
     print(f"overhead: first {doc['overhead']['first_s']:.2f} s, warm {doc['overhead']['warm_median_s']:.2f} s")
     for v in doc["verdicts"]:
         speed = f" {v['speedup']:.2f}x" if v.get("speedup") else ""
