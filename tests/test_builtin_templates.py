@@ -67,3 +67,12 @@ def test_check_catches_a_wrong_operator():
 def test_every_template_is_used_by_some_task():
     used = {n for name in TASKS for n in _templates_for(name)}
     assert used == {t.name for t in templates.TEMPLATES}
+
+
+def test_docs_list_every_template_and_knob():
+    doc = (REPO / "docs" / "builtin.md").read_text()
+    for tpl in templates.TEMPLATES:
+        row = next((line for line in doc.splitlines() if line.startswith(f"| `{tpl.name}` |")), None)
+        assert row is not None, f"docs/builtin.md has no row for {tpl.name}"
+        for knob in tpl.knobs:
+            assert f"`{knob.name}` {knob.default} ({'/'.join(map(str, knob.space))})" in row, (tpl.name, knob.name)
