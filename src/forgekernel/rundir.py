@@ -247,6 +247,17 @@ def store_candidate(rd: RunDir, cid: str, src: Path, info: dict[str, Any]) -> Pa
     return final
 
 
+def install_best(rd: RunDir, cid: str, verdict: Any | None) -> None:
+    """Replace ``best/`` with candidate ``cid``'s files (and its verdict) in one rename."""
+    tmp = rd.root / ".best-tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    copy_files(rd.candidate_src(cid), tmp)
+    if verdict is not None:
+        write_json(tmp / "verdict.json", verdict.model_dump(mode="json"))
+    shutil.rmtree(rd.best, ignore_errors=True)
+    os.replace(tmp, rd.best)
+
+
 def clean_partial(rd: RunDir) -> None:
     """Remove half-copied candidate dirs a kill left behind."""
     if rd.candidates.is_dir():

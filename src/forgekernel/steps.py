@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -76,7 +75,7 @@ class Steps:
         if best is not None:
             self.ws.ensure_best(best.seq, best.candidate, self.rd.candidate_src(best.candidate),
                                 self.seams.hasher)
-            self._write_best(best.candidate, best.verdict)
+            rundir.install_best(self.rd, best.candidate, best.verdict)
         else:
             self.ws.recover()
         again = bool(self.state.attempts or self.state.started)
@@ -291,7 +290,7 @@ class Steps:
         else:
             self.ws.reset()
         if is_best:
-            self._write_best(cid, verdict)
+            rundir.install_best(self.rd, cid, verdict)
         x = f", {verdict.speedup:.3g}x" if verdict.speedup is not None else ""
         tag = " NEW BEST" if is_best else (" accepted" if verdict.passed else "")
         self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
@@ -361,7 +360,7 @@ class Steps:
             confirm = self._confirm(best)
             met, speedup = confirm.met, confirm.verdict.speedup
             if confirm.verdict.passed:
-                self._write_best(best.candidate, confirm.verdict)
+                rundir.install_best(self.rd, best.candidate, confirm.verdict)
         self.record(EndEvent(reason=stop, target_met=met, after_seq=self.state.last_seq,
                              agent=self.unrecorded_cost))
         report.write(self.rd, self.state)
@@ -380,15 +379,6 @@ class Steps:
                   + ("" if met else f", below the {self.limits.target:g}x target"))
         return self.record(ConfirmEvent(candidate=best.candidate, after_seq=self.state.last_seq,
                                         verdict=v, target=self.limits.target, met=met))
-
-    def _write_best(self, cid: str, verdict: Verdict | None) -> None:
-        tmp = self.rd.root / ".best-tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        rundir.copy_files(self.rd.candidate_src(cid), tmp)
-        if verdict is not None:
-            rundir.write_json(tmp / "verdict.json", verdict.model_dump(mode="json"))
-        shutil.rmtree(self.rd.best, ignore_errors=True)
-        os.replace(tmp, self.rd.best)
 
     # -- what the agents see
     def history(self) -> tuple[AttemptNote, ...]:
