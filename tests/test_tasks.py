@@ -342,3 +342,20 @@ def test_missing_directory_and_missing_toml(tmp_path):
         load_task(tmp_path / "nope")
     with pytest.raises(TaskError, match="no task.toml"):
         load_task(tmp_path)
+
+
+@pytest.mark.parametrize("hang", ["while True:\n    pass\n", "import time\ntime.sleep(600)\n"])
+def test_a_reference_that_hangs_at_import_is_one_line(tmp_path, hang):
+    import signal
+
+    (tmp_path / "task.toml").write_text(BASE_TOML)
+    (tmp_path / "reference.py").write_text(GOOD_REF)
+    task = load_task(tmp_path)
+    (tmp_path / "reference.py").write_text(hang + GOOD_REF)
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(TaskError) as info:
+        check_reference_module(task, deadline_s=0.5)
+    msg = str(info.value)
+    assert msg.startswith(str(tmp_path / "reference.py")) and "within 0.5 s" in msg and "\n" not in msg
+    assert signal.getsignal(signal.SIGALRM) is before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

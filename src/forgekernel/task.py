@@ -6,11 +6,15 @@ A task dir holds ``task.toml`` and ``reference.py``. Every problem is reported a
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import signal
 import sys
+import threading
 import tomllib
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -194,11 +198,43 @@ def load_module(path: Path, name: str | None = None) -> ModuleType:
     return module
 
 
-def check_reference_module(task: TaskSpec) -> ModuleType:
+IMPORT_DEADLINE_S = 120.0
+"""How long importing a reference may take before it counts as hanging."""
+
+
+class _ImportDeadline(BaseException):
+    """Raised inside a reference's import when it overruns its deadline."""
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Interrupt Python code that runs past ``seconds`` (main thread only; C code that
+    never returns to the interpreter cannot be interrupted this way)."""
+    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise _ImportDeadline
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check_reference_module(task: TaskSpec, deadline_s: float = IMPORT_DEADLINE_S) -> ModuleType:
     """Import the reference and check it defines what the task format needs."""
     ref = Path(task.root) / "reference.py"
     try:
-        module = load_module(ref)
+        with _deadline(deadline_s):
+            module = load_module(ref)
+    except _ImportDeadline:
+        raise TaskError(f"{ref}: importing it did not finish within {deadline_s:g} s "
+                        "(a loop or a wait at import time?)") from None
     except SystemExit as exc:
         raise TaskError(f"{ref}: calls exit ({exc.code}) on import") from None
     except BaseException as exc:  # any import failure becomes one line
