@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+import time
 import tomllib
 import typing
 from collections.abc import Iterator
@@ -210,7 +211,9 @@ class _ImportDeadline(BaseException):
 def _deadline(seconds: float) -> Iterator[None]:
     """Interrupt Python code that runs past ``seconds`` (main thread only; C code that
     never returns to the interpreter cannot be interrupted this way)."""
-    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if (threading.current_thread() is not threading.main_thread() or seconds <= 0
+            or 0 < outer_left <= seconds):  # an outer timer (pytest-timeout, say) fires first
         yield
         return
 
@@ -218,12 +221,16 @@ def _deadline(seconds: float) -> Iterator[None]:
         raise _ImportDeadline
 
     previous = signal.signal(signal.SIGALRM, fire)
+    start = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_left > 0:  # give the outer timer back what it had left
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - start), 1e-3),
+                             outer_interval)
 
 
 def check_reference_module(task: TaskSpec, deadline_s: float = IMPORT_DEADLINE_S) -> ModuleType:
