@@ -94,6 +94,26 @@ def test_run_then_replay_then_status(capsys, run_dir, tmp_path):
     assert [a["status"] for a in d["last"]] == ["WRONG_VALUES", "PASSED"]
 
 
+@pytest.mark.parametrize(("args", "text"), [
+    (["--agent", "nosuch"], "unknown agent 'nosuch'"),
+    (["--architect", "nosuch"], "architect agent 'nosuch'"),
+    (["--delivery", "gpu9"], "delivery 'gpu9'"),
+])
+def test_a_task_dir_is_checked_before_a_run_dir_is_made(capsys, tmp_path, args, text):
+    out_dir = tmp_path / "never"
+    code, out, err = forge(capsys, "run", REPO / "tasks" / "rmsnorm", "--out", out_dir, *args)
+    assert code == 2
+    one_error(err, text)
+    assert not out_dir.exists() and "created run dir" not in out
+
+
+def test_a_run_dir_that_cannot_be_made_is_one_line(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    code, _, err = forge(capsys, "new", REPO / "tasks" / "rmsnorm", "--out", tmp_path / "file" / "run")
+    assert code == 2
+    one_error(err, "cannot create the run dir")
+
+
 def test_a_task_dir_gets_a_run_dir_first(tmp_path):
     script = write_script(tmp_path / "s.json", [step("torch_fast.py")])
     out_dir = tmp_path / "fresh"

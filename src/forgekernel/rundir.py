@@ -147,7 +147,10 @@ def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path
     root = Path(out) if out is not None else _fresh_dir(Path(settings.artifacts), task.name)
     if root.exists() and any(root.iterdir()):
         raise RunDirError(f"{root}: already exists and is not empty")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"{root}: cannot create the run dir: {exc.strerror or exc}") from None
     rd = RunDir(root.resolve())
     shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
     atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))

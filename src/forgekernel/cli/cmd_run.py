@@ -42,6 +42,8 @@ def run_cmd(
     if ncu not in ("off", "auto", "on"):
         raise fail(f"--ncu {ncu!r}: use off, auto or on")
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
+    if not rundir.is_run_dir(target):  # a task dir: refuse missing agents or GPUs before creating anything
+        _preflight(settings, agent, architect, delivery, replay or script)
     rd = rundir.open(_run_dir(target, settings, out))
     cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
                             "batch": batch})
@@ -91,6 +93,23 @@ def _seams(rd: Any, cfg: dict, settings: Any, agent: str | None, architect: str 
     arch, judge = for_run_dir(rd, arch, judge, hasher)  # a `forge evolve` generation: its sealed reference
     return {"coder": coder, "architect": arch, "judge": judge, "runner": runner, "hasher": hasher,
             "profiler": _profiler(), "prescriber": _prescriber(), "check_command": _check_command(rd, name)}
+
+
+def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
+               script: Path | None) -> None:
+    """The checks `_seams` makes that need no run dir: agents present, delivery usable."""
+    from forgekernel.delivery.base import make_runner, resolve_delivery
+    from forgekernel.plan import agent_missing
+
+    names = _agent_names(agent, architect, {"agent": settings.agent, "architect": settings.architect},
+                         script is not None)
+    for role, name in zip(("coder", "architect"), names, strict=True):
+        if missing := agent_missing(name, settings):
+            raise fail(f"{role} agent '{name}' cannot run here: missing {'; '.join(missing)}")
+    try:
+        make_runner(resolve_delivery(delivery or settings.delivery)[0], gpu=settings.gpu, settings=settings)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def _run_dir(target: Path, settings: Any, out: Path | None) -> Path:
