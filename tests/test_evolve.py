@@ -193,3 +193,15 @@ def test_builtin_architect_starts_from_the_previous_best_point():
     res = wrapped.plan(ctx)
     assert "revised M0 from generation 0's" in res.curriculum.reason
     assert res.curriculum.milestones[0].rows[0].params["knobs"]["ROWS"] == 2
+
+
+def test_a_bad_agent_or_out_dir_stops_before_an_evolve_dir_is_made(tmp_path, capsys):
+    task = Path(__file__).resolve().parents[1] / "tasks" / "rmsnorm"
+    out = tmp_path / "chain"
+    assert main(["evolve", str(task), "--agent", "nosuch", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown agent 'nosuch'" in err[0] and not out.exists()
+    (tmp_path / "file").write_text("")
+    assert main(["evolve", str(task), "--delivery", "cpu", "--out", str(tmp_path / "file" / "chain")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("forge: error: ") and "cannot create the evolve dir" in err[0]

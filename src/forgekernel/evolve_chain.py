@@ -128,7 +128,10 @@ def create(task_path: Path, options: ChainOptions, settings: Settings, out: Path
     root = Path(out)
     if root.exists() and any(root.iterdir()):
         raise EvolveError(f"{root}: already exists and is not empty")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EvolveError(f"{root}: cannot create the evolve dir: {exc.strerror or exc}") from None
     shutil.copytree(task.root, root / "task", ignore=shutil.ignore_patterns(*rundir.IGNORED))
     meta = {"task": task.name, "source": str(Path(task.root).resolve()), "forgekernel": __version__,
             "created": datetime.now().astimezone().isoformat(timespec="seconds"),

@@ -70,7 +70,7 @@ def evolve_cmd(
 
 def _create(task_dir: Path, given: dict[str, Any]) -> Path:
     from forgekernel import evolve
-    from forgekernel.cli.cmd_run import _agent_names
+    from forgekernel.cli.cmd_run import _agent_names, _preflight
     from forgekernel.config import load_settings
     from forgekernel.delivery.base import resolve_delivery
 
@@ -85,6 +85,8 @@ def _create(task_dir: Path, given: dict[str, Any]) -> Path:
         script = str(Path(given["script"]).resolve())
         if not Path(script.replace("{generation}", "0")).exists():
             raise fail(f"--script {given['script']}: no such file (for generation 0)")
+    _preflight(settings, given["agent"], given["architect"], given["delivery"],
+               Path(script.replace("{generation}", "0")) if scripted else None)
     picked = {k: given[k] for k in ("generations", "max_iterations", "max_minutes", "chain_minutes",
                                     "noise_rule", "measure_original", "profile") if given[k] is not None}
     if name == "cpu" and given["max_iterations"] is None:

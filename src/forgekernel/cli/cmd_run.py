@@ -97,15 +97,14 @@ def _seams(rd: Any, cfg: dict, settings: Any, agent: str | None, architect: str 
 
 def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
                script: Path | None) -> None:
-    """The checks `_seams` makes that need no run dir: agents present, delivery usable."""
+    """The checks `_seams` makes that need no run dir: agents (and a script) usable,
+    delivery usable. Building an agent or a runner connects to nothing."""
     from forgekernel.delivery.base import make_runner, resolve_delivery
-    from forgekernel.plan import agent_missing
 
     names = _agent_names(agent, architect, {"agent": settings.agent, "architect": settings.architect},
                          script is not None)
     for role, name in zip(("coder", "architect"), names, strict=True):
-        if missing := agent_missing(name, settings):
-            raise fail(f"{role} agent '{name}' cannot run here: missing {'; '.join(missing)}")
+        _backend(name, role, settings, script)
     try:
         make_runner(resolve_delivery(delivery or settings.delivery)[0], gpu=settings.gpu, settings=settings)
     except ValueError as exc:
