@@ -128,3 +128,28 @@ def test_a_task_dir_gets_a_run_dir_first(tmp_path):
     report = (out_dir / "report.md").read_text()
     assert f"(exit code {proc.returncode})" in report  # the report's target line matches the exit code
     assert ("-- met**" in report) == (proc.returncode == 0)
+
+
+def test_ctrl_c_says_how_to_resume_and_the_resumed_run_loses_nothing(tmp_path):
+    import signal
+    import time
+
+    out_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "forgekernel.cli", "run", str(REPO / "tasks" / "rmsnorm"), "--out", str(out_dir),
+           "--delivery", "cpu", "--max-iterations", "3"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    ledger = out_dir / "ledger.jsonl"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if ledger.exists() and '"kind":"started"' in ledger.read_text():
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, err
+    assert err.strip() == f"forge: interrupted; `forge run {out_dir.resolve()}` resumes it"
+    again = subprocess.run(cmd[:4] + [str(out_dir)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert again.returncode in (0, 2), again.stderr
+    events = [json.loads(line) for line in ledger.read_text().splitlines()]
+    seqs = [e["seq"] for e in events if "kind" not in e]  # attempt lines carry no kind
+    assert seqs == [1, 2, 3]

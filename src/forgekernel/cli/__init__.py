@@ -49,6 +49,14 @@ def _load_commands() -> None:
             importlib.import_module(f"forgekernel.cli.{info.name}")
 
 
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+class Interrupted(Exception):  # noqa: N818 - a signal, not an error
+    """Ctrl-C in a resumable command; the message is the command that resumes it."""
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print one error line to stderr and return the Exit to raise."""
     typer.echo(f"forge: error: {message}", err=True)
@@ -63,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     except ForgeError as exc:
         typer.echo(f"forge: error: {exc}", err=True)
         return 2
+    except Interrupted as exc:
+        typer.echo(f"forge: interrupted; `{exc}` resumes it", err=True)
+        return INTERRUPTED
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
@@ -79,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc(file=fh)
         typer.echo(f"forge: internal error: {type(exc).__name__}: {exc} (traceback in {fh.name})", err=True)
         return 3
+    if rc == INTERRUPTED:  # typer turns Ctrl-C into a quiet Exit(130) and click returns its code
+        typer.echo("forge: interrupted", err=True)
     return rc if isinstance(rc, int) else 0
 
 

@@ -55,9 +55,9 @@ def evolve_cmd(
     settings = load_settings({"delivery": opts.delivery, "agent": opts.agent,
                               "architect": opts.architect, "model": opts.model or None})
     parts = _parts(opts, settings)
-    from forgekernel.cli.cmd_run import _Printer
+    from forgekernel.cli.cmd_run import _Printer, resumable
 
-    with _Printer() as printer:
+    with _Printer() as printer, resumable(f"forge evolve {root}"):
         parts.progress = printer
         outcome = evolve.evolve(root, parts)
     from forgekernel import evolve_lineage

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from forgekernel.cli import app, fail
+from forgekernel.cli import Interrupted, app, fail
 
 
 @app.command("run")
@@ -51,7 +53,7 @@ def run_cmd(
         settings = settings.model_copy(update={"model": cfg["model"]})
     seams = _seams(rd, cfg, settings, agent, architect, delivery, replay or script, judge_impl)
     seams["profiler"] = _profiler(ncu)
-    with _Printer() as printer:
+    with _Printer() as printer, resumable(f"forge run {rd.root}"):
         outcome = engine.run(rd.root, settings=settings, progress=printer, **seams)
     typer.echo(f"report: {rd.report}")
     typer.echo(summary_line(engine.load_state(rd)))
@@ -199,6 +201,15 @@ def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
     smoke workloads, no timing)."""
     return (sys.executable, "-m", "forgekernel.cli", "check", str(rd.task_dir), str(rd.workspace),
             "--delivery", delivery, "--json")
+
+
+@contextlib.contextmanager
+def resumable(command: str) -> Iterator[None]:
+    """Ctrl-C: one line saying how to resume (everything recorded so far is kept), exit 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(command) from None
 
 
 class _Printer:
