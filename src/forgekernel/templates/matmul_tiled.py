@@ -2,8 +2,9 @@
 
 C = A @ B for A [M, K], B [K, N] (any strides), fp32 accumulation on the tensor cores.
 
-* M <= SKINNY_M (decode-sized): BLOCK_M shrinks to the next power of two >= M (at least 16)
-  and the tile becomes SKINNY_BLOCK_N x SKINNY_BLOCK_K, so that enough programs stream B;
+* M <= SKINNY_M (decode-sized): BLOCK_M shrinks to the next power of two >= M (at least 16),
+  the tile becomes SKINNY_BLOCK_N wide and SKINNY_BLOCK_K * 16 / BLOCK_M deep, so that
+  enough programs stream B without spilling;
 * M >= TMA_MIN_M (0 = never) with 16-byte aligned row strides: a persistent kernel (one
   program per SM) whose A/B tiles arrive through host-built TMA tensor descriptors and whose
   C tile leaves through one;
@@ -116,8 +117,9 @@ def matmul(a, b):
                           BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GM=GROUP_M, PROGRAMS=p, UPCAST=upcast,
                           num_warps=NUM_WARPS, num_stages=NUM_STAGES)
         return c
-    if m <= SKINNY_M:
-        bm, bn, bk, gm, warps, stages = max(16, triton.next_power_of_2(m)), SKINNY_BLOCK_N, SKINNY_BLOCK_K, 1, 4, 3
+    if m <= SKINNY_M:  # BLOCK_K shrinks as BLOCK_M grows: the A tile stays 16 x SKINNY_BLOCK_K
+        bm = max(16, triton.next_power_of_2(m))
+        bm, bn, bk, gm, warps, stages = bm, SKINNY_BLOCK_N, max(32, SKINNY_BLOCK_K * 16 // bm), 1, 4, 3
     else:
         bm, bn, bk, gm, warps, stages = BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
