@@ -118,3 +118,11 @@ def test_sol_above_100_gets_a_note_and_below_does_not():
     assert ABOVE_CEILING in table(117.6)
     assert "| 117.6 |" in " ".join(table(117.6))
     assert ABOVE_CEILING not in table(97.0)
+
+
+def test_judge_time_per_verdict_is_summarised(tmp_path):
+    timed = [Verdict(status=Status.WRONG_VALUES, wall_s=w) for w in (9.5, 6.8, 7.25)]
+    text = report.write(write_run(tmp_path, timed, end_met=False)).read_text()
+    assert "Judge time per verdict: median 7.2 s, range 6.8-9.5 s over 3 verdict(s)." in text
+    text = report.write(write_run(tmp_path / "b", [Verdict(status=Status.WRONG_VALUES)], end_met=False)).read_text()
+    assert "Judge time per verdict" not in text

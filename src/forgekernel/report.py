@@ -10,6 +10,7 @@ ratio of the two geometric means, so the line stays self-consistent.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -121,8 +122,12 @@ def milestone_lines(state: RunState) -> list[str]:
 
 def attempt_lines(state: RunState) -> list[str]:
     counts = Counter(status_of(a) for a in state.attempts.values())
-    out = ["By status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), "",
-           "| # | row | status | speedup | accepted | best | candidate | summary / error |",
+    out = ["By status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
+    walls = sorted(a.verdict.wall_s for a in state.attempts.values() if a.verdict and a.verdict.wall_s)
+    if walls:
+        out += [f"Judge time per verdict: median {statistics.median(walls):.1f} s, "
+                f"range {walls[0]:.1f}-{walls[-1]:.1f} s over {len(walls)} verdict(s).", ""]
+    out += ["| # | row | status | speedup | accepted | best | candidate | summary / error |",
            "|---|---|---|---|---|---|---|---|"]
     for q, a in sorted(state.attempts.items()):
         started = state.started.get(q)
