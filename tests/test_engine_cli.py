@@ -153,3 +153,13 @@ def test_ctrl_c_says_how_to_resume_and_the_resumed_run_loses_nothing(tmp_path):
     events = [json.loads(line) for line in ledger.read_text().splitlines()]
     seqs = [e["seq"] for e in events if "kind" not in e]  # attempt lines carry no kind
     assert seqs == [1, 2, 3]
+
+
+def test_target_flag_is_kept_and_decides_the_exit_code(capsys, run_dir, tmp_path):
+    script = write_script(tmp_path / "s.json", [step("torch_fast.py")])
+    code, out, _ = forge(capsys, "run", run_dir, "--script", script, "--delivery", "cpu",
+                         "--max-iterations", "1", "--judge", FAST_JUDGE, "--target", "0.01")
+    assert rundir.open(run_dir).config()["target"]["speedup"] == 0.01
+    assert rundir.open(run_dir).task().target.speedup == 0.01  # what the agents see
+    assert "target 0.01x: met" in out and code == 0, out
+    assert "**Target: 0.01x the reference -- met** (exit code 0)" in (run_dir / "report.md").read_text()

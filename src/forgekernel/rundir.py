@@ -118,8 +118,13 @@ class RunDir:
         return tomllib.loads(self.run_toml.read_text())
 
     def task(self) -> TaskSpec:
-        """The task snapshot (the reference is imported by the judge, not here)."""
-        return load_task(self.task_dir, check_reference=False)
+        """The task snapshot (the reference is imported by the judge, not here), with the
+        run's own target speedup (run.toml, which `forge run --target` sets)."""
+        task = load_task(self.task_dir, check_reference=False)
+        speedup = self.config().get("target", {}).get("speedup")
+        if speedup is not None and speedup != task.target.speedup:
+            task = task.model_copy(update={"target": task.target.model_copy(update={"speedup": float(speedup)})})
+        return task
 
 
 def open(run_dir: str | Path) -> RunDir:  # noqa: A001 - the module is used as rundir.open

@@ -26,6 +26,7 @@ def run_cmd(
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts in the whole run."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes over all sessions."),
     max_dollars: float = typer.Option(None, "--max-dollars", min=0, help="Agent dollars over the run."),
+    target_x: float = typer.Option(None, "--target", min=0.001, help="Target speedup over the reference (default: the task's); kept in run.toml."),
     batch: int = typer.Option(None, "--batch", min=1, help="Candidates the coder proposes per row, judged together (concurrently on a runner with run_many, e.g. ray); default 1."),
     script: Path = typer.Option(None, "--script", help="Script for the scripted agent (implies --agent scripted)."),
     replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
@@ -48,7 +49,7 @@ def run_cmd(
         _preflight(settings, agent, architect, delivery, replay or script)
     rd = rundir.open(_run_dir(target, settings, out))
     cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
-                            "batch": batch})
+                            "batch": batch}, target_x)
     if model is None and cfg.get("model"):
         settings = settings.model_copy(update={"model": cfg["model"]})
     seams = _seams(rd, cfg, settings, agent, architect, delivery, replay or script, judge_impl)
@@ -62,8 +63,9 @@ def run_cmd(
     raise typer.Exit(outcome.exit_code)
 
 
-def _keep_budget(rd: Any, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Write budget flags into run.toml, so a resumed run keeps them; returns the config."""
+def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None) -> dict[str, Any]:
+    """Write budget (and target) flags into run.toml, so a resumed run keeps them; returns
+    the config."""
     import tomli_w
 
     from forgekernel import rundir
@@ -72,6 +74,9 @@ def _keep_budget(rd: Any, overrides: dict[str, Any]) -> dict[str, Any]:
     given = {k: v for k, v in overrides.items() if v is not None}
     if given:
         cfg.setdefault("budget", {}).update(given)
+    if target is not None:
+        cfg.setdefault("target", {})["speedup"] = target
+    if given or target is not None:
         rundir.atomic_write(rd.run_toml, tomli_w.dumps(cfg))
     return cfg
 
