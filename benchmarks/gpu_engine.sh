@@ -3,6 +3,7 @@
 # rmsnorm, softmax, swiglu and matmul, small budgets, then a tarball of each run's report,
 # ledger, curriculum, best kernel and verdict under $OUT (the device tool returns <= 8 files).
 # Run there as: source scripts/gpu_env.sh && bash benchmarks/gpu_engine.sh
+# (EXTRA_ARGS="--target 30" passes more flags to every `forge run`.)
 set -uo pipefail
 ITER=${ITER:-6}
 MINUTES=${MINUTES:-1.5}
@@ -13,7 +14,7 @@ for t in $TASKS; do
   echo "=== forge run tasks/$t (builtin, local, <= $ITER attempts, <= $MINUTES min)"
   start=$(date +%s)
   timeout -s KILL "${RUN_TIMEOUT:-110}" python3 -m forgekernel.cli run "tasks/$t" --out "$WORK/$t" --delivery local --agent builtin \
-    --max-iterations "$ITER" --max-minutes "$MINUTES" > "$WORK/$t.log" 2>&1
+    --max-iterations "$ITER" --max-minutes "$MINUTES" ${EXTRA_ARGS:-} > "$WORK/$t.log" 2>&1
   rc=$?
   echo "exit $rc after $(( $(date +%s) - start )) s"
   echo "$rc" > "$WORK/$t.exit"

@@ -54,8 +54,10 @@ def judge_one(kind: str, path: Path, **opts) -> dict:
 
 
 def plan() -> list[tuple[str, Path, dict]]:
-    steps: list[tuple[str, Path, dict]] = [
-        ("correct", KERNELS / "correct" / "rmsnorm_rowwise", {"graphs": True})]
+    rowwise = KERNELS / "correct" / "rmsnorm_rowwise"
+    steps: list[tuple[str, Path, dict]] = [("correct", rowwise, {"graphs": True})]
+    # what the timing lead changes: the same kernel without and with it, twice each
+    steps += [(f"lead-{'on' if on else 'off'}", rowwise, {"lead": on}) for on in (False, True, False, True)]
     gpu_only = sorted(p for p in (KERNELS / "cheating").iterdir() if "_gpu_" in p.name)
     steps += [("cheating-gpu", p, {"trials": 2, "reps": 20}) for p in gpu_only]
     steps += [("correct", p, {}) for p in sorted((KERNELS / "correct").iterdir())
@@ -96,6 +98,10 @@ def main() -> int:
     print(f"overhead: first {doc['overhead']['first_s']:.2f} s, warm {doc['overhead']['warm_median_s']:.2f} s")
     for v in doc["verdicts"]:
         speed = f" {v['speedup']:.2f}x" if v.get("speedup") else ""
+        timed = [w for w in v.get("workloads", []) if w.get("median_ms")]
+        if timed:  # the first timed workload, where host latency showed most
+            w = timed[0]
+            speed += f" [{w['median_ms']:.4f} vs ref {w['reference_ms']:.4f} ms]"
         print(f"{v['kind']:<13} {v['fixture']:<32} {v.get('status', 'ERROR'):<13} {v['wall_s']:>6}s{speed} "
               f"{(v.get('reason') or v.get('error') or '')[:90]}")
     if doc["skipped"]:

@@ -259,6 +259,37 @@ def test_interleave_order_warmup_and_summary():
     assert m.spread_ms == pytest.approx(2.0)
 
 
+class _LeadClock:
+    """A clock whose calls take a fixed host time per callable; it records the leads asked."""
+
+    label = "fake"
+
+    def __init__(self, host_ms: list[float]) -> None:
+        self.host_ms, self.leads, self.k = host_ms, [], 0
+
+    def time(self, fn, lead_ms=0.0):
+        k = self.k % len(self.host_ms)
+        self.k += 1
+        self.leads.append((k, lead_ms))
+        return fn(), 1.0, self.host_ms[k], 0.0
+
+
+def test_lead_covers_each_callables_host_time_after_warmup():
+    clock = _LeadClock([0.2, 10.0])
+    timing.interleave([lambda: None, lambda: None], clock, rounds=2, warmup=2,
+                      before=lambda r, k: None, after=lambda r, k, out: None)
+    warm, timed = clock.leads[:4], clock.leads[4:]
+    assert all(lead == timing.LEAD_WARMUP_MS for _, lead in warm)
+    assert {k: lead for k, lead in timed} == {
+        0: pytest.approx(timing.LEAD_FACTOR * 0.2 + timing.LEAD_PAD_MS),
+        1: timing.LEAD_MAX_MS}  # a host-heavy call hides at most the cap
+    assert timing.lead_for([]) == timing.LEAD_WARMUP_MS
+    off = _LeadClock([0.2])
+    timing.interleave([lambda: None], off, rounds=1, warmup=1, lead=False,
+                      before=lambda r, k: None, after=lambda r, k, out: None)
+    assert [lead for _, lead in off.leads] == [0.0, 0.0]
+
+
 # ------------------------------------------------------------------ audit helpers
 
 

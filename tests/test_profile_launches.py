@@ -10,6 +10,7 @@ import textwrap
 import pytest
 import torch
 
+from forgekernel.profile import launches
 from forgekernel.profile.launches import (
     CPU_OPS_SOURCE,
     INTERP_SOURCE,
@@ -82,3 +83,50 @@ def test_triton_kernel_under_interpreter_is_one_launch(tmp_path):
     assert [k.name for k in trace.kernels] == ["double_kernel"]
     # empty_like and the interpreter's own copies are not counted
     assert trace.source == INTERP_SOURCE
+
+
+class _KinetoEvent:
+    """Stands for a kineto device event: a name and the stream it ran on."""
+
+    def __init__(self, name: str, stream: int) -> None:
+        self._name, self._stream = name, stream
+
+    def name(self) -> str:
+        return self._name
+
+    def device_type(self):
+        from torch.autograd import DeviceType
+
+        return DeviceType.CUDA
+
+    def device_resource_id(self) -> int:
+        return self._stream
+
+
+class _Profile:
+    def __init__(self, events) -> None:
+        self.kineto_results = type("R", (), {"events": lambda _self: events})()
+
+
+def test_device_work_off_the_calls_stream_is_named():
+    prof = _Profile([_KinetoEvent("_rmsnorm_row", 7), _KinetoEvent("Memset (Device)", 7),
+                     _KinetoEvent("_side_kernel", 13), _KinetoEvent("_side_kernel", 13)])
+    assert launches._side_stream_events(prof, 7) == (("_side_kernel",), ())
+    assert launches._side_stream_events(prof, 13)[0] == ("_rmsnorm_row", "Memset (Device)")
+    side, notes = launches._side_stream_events(prof, None)
+    assert side == () and "streams unknown" in notes[0]
+    assert launches._side_stream_events(object(), 7)[1]  # no kineto results: said, not assumed
+
+
+def test_the_audit_rejects_work_on_a_side_stream():
+    from forgekernel.judge import audit
+    from forgekernel.judge.failure import Failure
+    from forgekernel.records import KernelStat
+
+    mine = [KernelStat(name="_rmsnorm_row", count=1, time_ms=0.01, share=1.0)]
+    with pytest.raises(Failure) as err:
+        audit._check_cuda({"side_streams": ["_rmsnorm_row"]}, mine, [], ())
+    assert err.value.details["audit"] == "side_stream" and "current_stream" in str(err.value)
+    summary = {"side_streams": []}
+    audit._check_cuda(summary, mine, [], ())
+    assert summary["own_share"] == 1.0

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ class SubprocessRunner:
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("PYTHONFAULTHANDLER", "1")
         start = time.monotonic()
-        with tempfile.TemporaryFile() as stdin_file:
+        with tempfile.TemporaryFile() as stdin_file, _interrupts_held():
             stdin_file.write(json.dumps(envelope).encode())
             stdin_file.seek(0)
             proc = subprocess.Popen(
@@ -109,8 +110,8 @@ class SubprocessRunner:
                 stderr=subprocess.PIPE, pass_fds=(wfd,), cwd=job.cwd or None, env=env,
                 start_new_session=True, preexec_fn=_die_with_parent,
             )
-        os.close(wfd)
-        self.on_spawn(proc.pid)
+            os.close(wfd)
+            self.on_spawn(proc.pid)
         flooded = threading.Event()
 
         def flood() -> None:
@@ -150,10 +151,33 @@ class SubprocessRunner:
         )
 
 
+_HELD = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back while the main thread forks a worker.
+
+    A signal that lands during the fork would raise KeyboardInterrupt inside the at-fork
+    hooks (logging registers one), where Python ignores exceptions: the Ctrl-C was lost and
+    the run went on. Held, it is delivered when the block ends, once the child is known.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers run in the main thread only
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _die_with_parent() -> None:
     """In the child: get SIGKILL when the parent dies (Linux), so a killed `forge` leaves no
-    worker timing on the GPU behind it."""
+    worker timing on the GPU behind it; and take signals again (the parent held them)."""
     import ctypes
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
 
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)

@@ -4,6 +4,9 @@ The launch audit runs one call of the candidate under
 :func:`forgekernel.profile.launches.capture_launches` and requires that
 
 * at least one of the candidate's own kernels (names from its sources) launched;
+* on a GPU, all its device work ran on the stream the call was made on: the timer's
+  events and the lead before them (see :mod:`forgekernel.judge.timing`) are on that
+  stream, and work on another stream could run before the start event;
 * on a GPU, its own kernels carried at least ``OWN_SHARE_MIN`` of the device time;
 * no library call the task forbids was made (torch functions seen by a TorchFunctionMode)
   and, on a GPU, no kernel of one ran (kernel-name patterns);
@@ -238,6 +241,9 @@ def _trace_cuda(call: Callable[[], Any], own: list[str]) -> tuple[dict[str, Any]
 
     trace = capture_launches(call, device="cuda")
     summary = _summary(trace, own)
+    summary["side_streams"] = list(trace.side_streams)
+    if trace.notes:
+        summary["launch_notes"] = list(trace.notes)
     mine = [k for k in trace.kernels if is_own(k.name, own)]
     return summary, mine, [k for k in trace.kernels if not is_own(k.name, own)], None
 
@@ -265,6 +271,11 @@ def _jit_launches() -> Iterator[list[Any]]:
 
 
 def _check_cuda(summary: dict[str, Any], mine: list[Any], others: list[Any], forbid: tuple[str, ...]) -> None:
+    if summary.get("side_streams"):
+        _reject("device work ran on a stream other than the call's ("
+                + ", ".join(n[:60] for n in summary["side_streams"][:3]) + "); the judge times "
+                "the current stream: launch everything on torch.cuda.current_stream()",
+                summary, "side_stream")
     for entry, pattern in forbidden_patterns(forbid):
         hits = [k.name for k in others if pattern.search(k.name)]
         if hits:

@@ -69,7 +69,8 @@ def _rounds(session: Any, clock: Any, calls: list[Any], before: Any, after: Any)
     # a round's wall time, not just its calls: fresh inputs, the L2 flush and the integrity
     # checks between calls cost as much as the calls themselves at large shapes
     start = _perf()
-    timing.interleave(calls, clock, rounds=1, warmup=GPU_WARMUP, before=before, after=after)
+    timing.interleave(calls, clock, rounds=1, warmup=GPU_WARMUP, before=before, after=after,
+                      lead=session.opts.lead)
     round_s = (_perf() - start) / (GPU_WARMUP + 1)
     return max(MIN_ROUNDS, min(MAX_ROUNDS, int(TIME_BUDGET_S / max(round_s, 1e-6))))
 
@@ -101,7 +102,7 @@ def time_slot(session: Any, slot: Any, clock: Any) -> dict[str, Any]:
     rounds = _rounds(session, clock, calls, before, after)
     state["check"] = {secrets.randbelow(rounds), rounds - 1}
     series = timing.interleave(calls, clock, rounds=rounds, warmup=1 if session.cuda else CPU_WARMUP,
-                               before=before, after=after)
+                               before=before, after=after, lead=session.opts.lead)
     for r in sorted(state["check"]):
         _verify(session, slot, verify[r], outs[r], r, rounds)
     return _summarise(session, slot, series, clock.label)
