@@ -268,3 +268,26 @@ def test_registry_and_bad_params():
     bad = m0.rows[0].model_copy(update={"params": {"template": "softmax_row", "space": {"NOPE": [1]}}})
     with pytest.raises(AgentError, match="no knob NOPE"):
         make_coder().implement(_coder_ctx(task, src, cur, m0, (), Path("/nonexistent"), bad))
+
+
+def test_replan_tries_another_structure_for_one_lagging_sizable_workload():
+    first = _plan("softmax", profiles=_gpu_profiles("softmax", 6.8, 7)).curriculum
+    tpl = templates.template("softmax_row")
+    history = (_note(1, "M0.1", templates.complete(tpl), 13.0),)
+    task, src = _task("softmax")
+
+    def ctx(workloads):
+        return ArchitectContext(task=task, reference_source=src, current=first, reason="the rows of M1 "
+                                "are exhausted", history=history, best={"speedup": 13.0, "workloads": workloads},
+                                profiles=_gpu_profiles("softmax", 6.8, 7))
+
+    # the H200 run of benchmarks/results/engine_h200_2026-12-03c: 97-102 % SOL but 72.6 % at N = 32000
+    lagging = [{"axes": {"M": 4096, "N": 4096}, "median_ms": 0.0212, "sol_pct": 102.5},
+               {"axes": {"M": 16384, "N": 8192}, "median_ms": 0.1318, "sol_pct": 98.6},
+               {"axes": {"M": 8192, "N": 32000}, "median_ms": 0.3458, "sol_pct": 72.6}]
+    cur = make_architect().plan(ctx(lagging)).curriculum
+    assert "re-opened M0" in cur.reason and "73% at M=8192 x N=32000" in cur.reason
+    assert cur.milestones[0].rows[-1].params["template"] != "softmax_row"
+    # a small workload (floor under SIZABLE_FLOOR_MS) lagging alone changes nothing
+    small = [dict(lagging[0], sol_pct=40.0), lagging[1], dict(lagging[2], sol_pct=95.0)]
+    assert "re-opened M0" not in make_architect().plan(ctx(small)).curriculum.reason

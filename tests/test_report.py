@@ -126,3 +126,21 @@ def test_judge_time_per_verdict_is_summarised(tmp_path):
     assert "Judge time per verdict: median 7.2 s, range 6.8-9.5 s over 3 verdict(s)." in text
     text = report.write(write_run(tmp_path / "b", [Verdict(status=Status.WRONG_VALUES)], end_met=False)).read_text()
     assert "Judge time per verdict" not in text
+
+
+def test_roofline_bound_from_device_profiles_only():
+    from forgekernel import report
+    from forgekernel.analysis import bound_note, speedup_bound
+
+    def prof(median, floor, source="device: triton.testing.do_bench median"):
+        return {"metrics": {"median_ms": median, "floor_ms": floor}, "sources": {"median_ms": source}}
+
+    ref = {"profiles": [prof(2.0, 0.1), prof(0.8, 0.1), prof(5.0, 0.1, "cpu-interpret: wall clock")]}
+    assert speedup_bound(ref) == pytest.approx(160 ** 0.5)  # sqrt(20 x 8); the CPU row says nothing
+    assert speedup_bound({"profiles": [prof(5.0, 0.1, "cpu-interpret: wall clock")]}) is None
+    assert speedup_bound({}) is None
+    assert "not expected to meet" in bound_note(40.0, 50.0)
+    assert "not expected" not in bound_note(40.0, 3.0) and "40x" in bound_note(40.0, 3.0)
+    assert bound_note(None, 3.0) is None
+    assert report._bound_lines(ref, 50.0)[0].startswith("Roofline bound: By the roofline")
+    assert report._bound_lines({}, 50.0) == []

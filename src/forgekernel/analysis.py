@@ -6,6 +6,7 @@ may certify its own later); the profiles come from the profiler when one is avai
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -51,3 +52,31 @@ def analyse_reference(task: TaskSpec, runner: Any, profiler: Any | None) -> dict
     except ForgeError as exc:
         data["profile_note"] = f"profiling the reference failed: {exc}"
     return data
+
+
+def speedup_bound(reference: dict[str, Any]) -> float | None:
+    """The most any kernel can gain over the reference, by the roofline: the geometric mean,
+    over the workloads profiled with device timing, of the reference's median over its floor
+    (the judge reports the same geometric mean of speedups). None without such profiles
+    (on the CPU interpreter a floor says nothing about the timings)."""
+    ratios = []
+    for prof in reference.get("profiles") or []:
+        metrics = prof.get("metrics") or {}
+        if not str((prof.get("sources") or {}).get("median_ms", "")).startswith("device"):
+            continue
+        median, floor = metrics.get("median_ms"), metrics.get("floor_ms")
+        if isinstance(median, (int, float)) and isinstance(floor, (int, float)) and median > 0 and floor > 0:
+            ratios.append(median / floor)
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+
+
+def bound_note(bound: float | None, target: float) -> str | None:
+    """One line on the roofline bound and whether the target is within it."""
+    if bound is None:
+        return None
+    line = (f"by the roofline a kernel can be at most about {bound:.3g}x the reference at these "
+            "workloads (geometric mean of reference time over floor)")
+    if target > bound:
+        line += (f"; the target {target:g}x is above it, so the run is not expected to meet it "
+                 "(the ceilings are measured: a few percent past them has been seen, not more)")
+    return line

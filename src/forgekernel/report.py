@@ -152,6 +152,7 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
                      f"{len(timed(verdict))} timed workload(s), timings labelled `{timing_label(verdict)}`.")
     lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
               f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
+              *_bound_lines(ref, target),
               f"- run dir: `{rd.root}`",
               f"- delivery: {session.delivery if session else cfg.get('delivery')}; agent: "
               f"{session.agent if session else cfg.get('agent')}; architect: "
@@ -166,6 +167,13 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
     lines += ["", "## Files", "", "- `best/kernel.py`, `best/verdict.json`" if state.best else
               "- no best kernel", "- `ledger.jsonl` (every attempt), `curriculum.v*.toml` (every plan)", ""]
     return "\n".join(lines)
+
+
+def _bound_lines(ref: dict[str, Any], target: float) -> list[str]:
+    from forgekernel.analysis import bound_note, speedup_bound
+
+    note = bound_note(speedup_bound(ref), target)
+    return [f"Roofline bound: {note[0].upper()}{note[1:]}.", ""] if note else []
 
 
 def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:

@@ -89,9 +89,12 @@ class Steps:
             self.emit("note", f"cut a torn last ledger line ({torn} bytes) left by an interruption")
         if not self.rd.reference.exists():
             self.emit("note", "analysing the reference")
-            from forgekernel.analysis import analyse_reference
+            from forgekernel.analysis import analyse_reference, bound_note, speedup_bound
 
             rundir.write_json(self.rd.reference, analyse_reference(self.task, s.runner, s.profiler))
+            note = bound_note(speedup_bound(rundir.read_json(self.rd.reference)), self.limits.target)
+            if note:
+                self.emit("note", note)
         self.check_gate()
 
     # -- stopping and re-planning

@@ -27,6 +27,11 @@ SOL_LINES = {"memory": (50, 70, 80), "compute": (30, 45, 55)}
 """Mechanism-line %SOL thresholds by stage on a GPU, by bound (M0's is not used: see gate)."""
 RESTRUCTURE_BELOW = {"memory": 70.0, "compute": 50.0}
 """A re-plan tries another structure when the best is below this %SOL (or it is unknown)."""
+RESTRUCTURE_WORKLOAD_BELOW = {"memory": 80.0, "compute": 60.0}
+"""... or when one sizable workload (floor >= SIZABLE_FLOOR_MS) of the best is below this %SOL:
+one structure rarely fits every shape (long rows want a loop over column blocks)."""
+SIZABLE_FLOOR_MS = 0.05
+"""Workloads whose roofline floor is shorter are too small to say much about a structure."""
 PAIRS = {"matmul_tiled": (("BLOCK_M", "BLOCK_N"), ("SKINNY_BLOCK_N", "SKINNY_BLOCK_K")), "gated_rows": (("BLOCK_N", "ROWS"),)}
 """Knobs swept together in one tuning row; every other knob gets a row of its own."""
 
@@ -204,6 +209,20 @@ def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
            + (f", reference at {f.sol_pct:.0f}% SOL" if f.sol_pct is not None else "")
            + ("" if f.gpu else ", CPU interpreter: M0 gate without a timing line") + ")")
     return Curriculum(version=1, reason=why, milestones=tuple(milestones)), why
+
+
+def lowest_sizable_sol(best: dict[str, Any] | None) -> tuple[float, dict[str, Any]] | None:
+    """The lowest %SOL among the best verdict's sizable workloads, with their axes."""
+    low = None
+    for w in (best or {}).get("workloads", ()):
+        if not isinstance(w, dict):
+            continue
+        sol, median = w.get("sol_pct"), w.get("median_ms")
+        if not isinstance(sol, (int, float)) or not isinstance(median, (int, float)):
+            continue
+        if median * sol / 100 >= SIZABLE_FLOOR_MS and (low is None or sol < low[0]):
+            low = (float(sol), w.get("axes") or {})
+    return low
 
 
 def best_sol(best: dict[str, Any] | None) -> float | None:

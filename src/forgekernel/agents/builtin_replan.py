@@ -4,7 +4,8 @@ Rules, in order:
 
 1. open rows whose search is exhausted (see :mod:`builtin_search`) are dropped;
 2. if a structure of the operator has not been tried and the best so far sits below
-   ``RESTRUCTURE_BELOW`` %SOL (or its %SOL is unknown, as on the CPU), M0 is re-opened with
+   ``RESTRUCTURE_BELOW`` %SOL (or its %SOL is unknown, as on the CPU), or one of its sizable
+   workloads below ``RESTRUCTURE_WORKLOAD_BELOW`` %SOL, M0 is re-opened with
    that structure and a tuning milestone for it is appended; open rows of structures that
    are neither the best nor the new one are dropped;
 3. otherwise, with no open row left, a joint refinement around the best point is appended
@@ -104,10 +105,15 @@ def revise(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
     planned = {r.params.get("template") for r in _rows(cur)} | {o.config.template for o in tried.values()}
     untried = [t for t in plan.ranked_structures(ctx.task, match) if t.name not in planned]
     notes = [f"dropped exhausted rows {', '.join(dropped)}"] if dropped else []
-    if untried and (sol is None or sol < plan.RESTRUCTURE_BELOW[f.bound]):
+    low = plan.lowest_sizable_sol(ctx.best)
+    lagging = low is not None and low[0] < plan.RESTRUCTURE_WORKLOAD_BELOW[f.bound]
+    if untried and (sol is None or sol < plan.RESTRUCTURE_BELOW[f.bound] or lagging):
         best_name = top.config.template if top else None
         cur = _restructure(cur, ctx, match, untried[0], best_name)
         capped = f"{sol:.0f}% SOL" if sol is not None else "unknown %SOL"
+        if lagging and low is not None:
+            shape = " x ".join(f"{k}={v}" for k, v in low[1].items())
+            capped += f", {low[0]:.0f}% at {shape}"
         notes.append(f"re-opened M0: best {best_name or 'none'} at {capped}; trying {untried[0].name}")
     elif not any(r.status == "open" for r in _rows(cur)):
         refined = _refine(cur, ctx, match, templates.template(top.config.template)) if top else None
