@@ -144,9 +144,10 @@ def test_ctrl_c_says_how_to_resume_and_the_resumed_run_loses_nothing(tmp_path):
         if ledger.exists() and '"kind":"started"' in ledger.read_text():
             break
         time.sleep(0.2)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=240)
-    assert proc.returncode == 130, err
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130, f"stderr: {err}\nstdout: {out[-3000:]}"
     assert err.strip() == f"forge: interrupted; `forge run {out_dir.resolve()}` resumes it"
     again = subprocess.run(cmd[:4] + [str(out_dir)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert again.returncode in (0, 2), again.stderr
@@ -163,3 +164,24 @@ def test_target_flag_is_kept_and_decides_the_exit_code(capsys, run_dir, tmp_path
     assert rundir.open(run_dir).task().target.speedup == 0.01  # what the agents see
     assert "target 0.01x: met" in out and code == 0, out
     assert "**Target: 0.01x the reference -- met** (exit code 0)" in (run_dir / "report.md").read_text()
+
+
+def test_a_swallowed_ctrl_c_still_stops_at_the_next_event():
+    """Python ignores a KeyboardInterrupt raised in an at-fork hook or a finaliser; the
+    resumable command remembers the press and raises again at the next progress event."""
+    import signal
+
+    from forgekernel.cli import Interrupted
+    from forgekernel.cli.cmd_run import _Printer, resumable
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(Interrupted) as err, _Printer() as printer, resumable("forge run X"):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # swallowed, as an at-fork hook would
+        printer(type("Ev", (), {"kind": "note", "message": "next event"})())
+    assert str(err.value) == "forge run X"
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
+    with _Printer() as printer, resumable("forge run Y"):  # no press remembered from before
+        printer(type("Ev", (), {"kind": "note", "message": "goes on"})())

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,13 +210,36 @@ def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
             "--delivery", delivery, "--json")
 
 
+class _CtrlC:
+    """SIGINT handler of a resumable command: raises KeyboardInterrupt as Python's own does,
+    and remembers the press, so that one swallowed where Python ignores exceptions (an
+    at-fork hook, a finaliser) still stops the run at its next progress event."""
+
+    hit = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        _CtrlC.hit = True
+        raise KeyboardInterrupt
+
+    @staticmethod
+    def check() -> None:
+        if _CtrlC.hit:
+            raise KeyboardInterrupt
+
+
 @contextlib.contextmanager
 def resumable(command: str) -> Iterator[None]:
     """Ctrl-C: one line saying how to resume (everything recorded so far is kept), exit 130."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _CtrlC()) if main else None
     try:
         yield
     except KeyboardInterrupt:
         raise Interrupted(command) from None
+    finally:
+        _CtrlC.hit = False
+        if main and previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 class _Printer:
@@ -231,6 +256,7 @@ class _Printer:
         return self
 
     def __call__(self, ev: Any) -> None:
+        _CtrlC.check()
         if self.live is None:
             typer.echo(f"[{ev.kind}] {ev.message}")
             return
