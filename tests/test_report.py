@@ -142,5 +142,5 @@ def test_roofline_bound_from_device_profiles_only():
     assert "not expected to meet" in bound_note(40.0, 50.0)
     assert "not expected" not in bound_note(40.0, 3.0) and "40x" in bound_note(40.0, 3.0)
     assert bound_note(None, 3.0) is None
-    assert report._bound_lines(ref, 50.0)[0].startswith("Roofline bound: By the roofline")
+    assert report._bound_lines(ref, 50.0)[0].startswith("Roofline bound: a kernel can be at most about 12.6x")
     assert report._bound_lines({}, 50.0) == []

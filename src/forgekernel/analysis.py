@@ -74,7 +74,7 @@ def bound_note(bound: float | None, target: float) -> str | None:
     """One line on the roofline bound and whether the target is within it."""
     if bound is None:
         return None
-    line = (f"by the roofline a kernel can be at most about {bound:.3g}x the reference at these "
+    line = (f"roofline bound: a kernel can be at most about {bound:.3g}x the reference at these "
             "workloads (geometric mean of reference time over floor)")
     if target > bound:
         line += (f"; the target {target:g}x is above it, so the run is not expected to meet it "

@@ -173,7 +173,7 @@ def _bound_lines(ref: dict[str, Any], target: float) -> list[str]:
     from forgekernel.analysis import bound_note, speedup_bound
 
     note = bound_note(speedup_bound(ref), target)
-    return [f"Roofline bound: {note[0].upper()}{note[1:]}.", ""] if note else []
+    return [f"{note[0].upper()}{note[1:]}.", ""] if note else []
 
 
 def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
