@@ -6,7 +6,7 @@ may certify its own later); the profiles come from the profiler when one is avai
 
 from __future__ import annotations
 
-import math
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,7 @@ def speedup_bound(reference: dict[str, Any]) -> float | None:
         median, floor = metrics.get("median_ms"), metrics.get("floor_ms")
         if isinstance(median, (int, float)) and isinstance(floor, (int, float)) and median > 0 and floor > 0:
             ratios.append(median / floor)
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else None
+    return statistics.geometric_mean(ratios) if ratios else None
 
 
 def bound_note(bound: float | None, target: float) -> str | None:

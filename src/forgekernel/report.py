@@ -9,7 +9,6 @@ ratio of the two geometric means, so the line stays self-consistent.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -35,7 +34,7 @@ def timing_label(verdict: Verdict | None) -> str:
 def headline(verdict: Verdict | None) -> tuple[float | None, float | None, str]:
     """(geometric-mean median ms, speedup, timing label) of a verdict."""
     ws = timed(verdict)
-    ms = math.exp(sum(math.log(w.median_ms) for w in ws) / len(ws)) if ws else None
+    ms = statistics.geometric_mean([w.median_ms for w in ws]) if ws else None
     return ms, verdict.speedup if verdict else None, timing_label(verdict)
 
 

@@ -91,8 +91,9 @@ class Steps:
             self.emit("note", "analysing the reference")
             from forgekernel.analysis import analyse_reference, bound_note, speedup_bound
 
-            rundir.write_json(self.rd.reference, analyse_reference(self.task, s.runner, s.profiler))
-            note = bound_note(speedup_bound(rundir.read_json(self.rd.reference)), self.limits.target)
+            reference = analyse_reference(self.task, s.runner, s.profiler)
+            rundir.write_json(self.rd.reference, reference)
+            note = bound_note(speedup_bound(reference), self.limits.target)
             if note:
                 self.emit("note", note)
         self.check_gate()

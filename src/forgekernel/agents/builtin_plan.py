@@ -11,7 +11,6 @@ Every row also carries ``"op"`` (the operator the template instantiates) for rea
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +77,7 @@ def facts(ctx: ArchitectContext) -> Facts:
     gpu = bool(sols) or (timing == "device" if timing else ctx.extra.get("delivery") in ("local", "ssh", "ray"))
     predicted = None
     if sols:
-        predicted = math.exp(sum(math.log(TARGET_SOL[bound] / s) for s in sols) / len(sols))
+        predicted = statistics.geometric_mean([TARGET_SOL[bound] / s for s in sols])
     return Facts(gpu, bound, max(launches) if launches else None, min(sols) if sols else None,
                  predicted)
 

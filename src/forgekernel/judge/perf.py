@@ -12,7 +12,6 @@ a time beyond the roofline floor is rejected (A7).
 
 from __future__ import annotations
 
-import math
 import secrets
 import statistics
 import time
@@ -56,7 +55,7 @@ def run(session: Any) -> dict[str, Any]:
         if session.opts.graphs and session.cuda:
             graphs[slot.label] = graph_slot(session, slot, clock)
     speedups = [f["speedup"] for f in timings.values() if f["speedup"]]
-    geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    geo = statistics.geometric_mean(speedups) if speedups else None
     return {"timings": timings, "noise_floor": max(noise) if noise else None, "speedup": geo,
             "host_ms": host, "flags": flags, "cuda_graph": graphs}
 
