@@ -16,7 +16,7 @@ import types
 import torch
 
 from forgekernel import templates
-from forgekernel.agents import builtin_ops
+from forgekernel.agents import builtin, builtin_ops
 from forgekernel.profile.launches import capture_launches
 from forgekernel.records import Workload
 from forgekernel.task import load_module, load_task, shape_of
@@ -69,11 +69,11 @@ def rel_error(got, want) -> float:
 
 
 def check(task, module, source: str, tpl, knobs: dict, op: str | None = None) -> list[dict]:
-    m = builtin_ops.match(task, source)
+    m = builtin.supports(task, source)
     if op is not None:  # the tests' negative control: deliberately the wrong operator
-        m = builtin_ops.OpMatch(op, m.params, m.constants, m.templates)
+        m = builtin_ops.OpMatch(op, m.params, m.constants, m.templates, call=m.call)
     cfg = templates.complete(tpl, knobs)
-    text = templates.render(cfg, m.op, m.params, m.constants)
+    text = templates.render(cfg, m.op, m.params, m.constants, call=m.call)
     kernel = types.ModuleType("candidate_kernel")
     exec(compile(text, f"<{tpl.name}>", "exec"), kernel.__dict__)
     rows = []

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from forgekernel import templates
-from forgekernel.agents import builtin_ops
+from forgekernel.agents import builtin
 from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def _check(args: list[str]) -> list[dict]:
 
 def _templates_for(name: str) -> list[str]:
     task = load_task(REPO / "tasks" / name)
-    match = builtin_ops.match(task, (REPO / "tasks" / name / "reference.py").read_text())
+    match = builtin.supports(task, (REPO / "tasks" / name / "reference.py").read_text())
     return [t.name for t in match.templates]
 
 

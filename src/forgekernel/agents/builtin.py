@@ -1,14 +1,16 @@
 """The built-in agent: a rule-based architect and a template-instantiating coder (no LLM).
 
-The architect (:class:`BuiltinArchitect`) matches the task to an operator the shipped
-Triton templates implement (:mod:`builtin_ops`), picks the structure from the row lengths,
+The architect (:class:`BuiltinArchitect`) decides the structure by what the reference
+computes (:mod:`builtin_generated`): a shipped Triton template when the reference computes
+its operator (:mod:`builtin_ops`), else a candidate generated from the reference through
+TorchInductor's Triton code generation; it picks the structure from the row lengths,
 and writes M0 (structure), M1 (one sweep per knob) and M2 (joint refinement), with gates
 from the reference profile and the roofline (:mod:`builtin_plan`); re-plans follow
 :mod:`builtin_replan`. The coder (:class:`BuiltinCoder`) reads the row's ``params``, picks
 the next configuration from the measured history (:mod:`builtin_search`), renders the
 template into ``workspace/kernel.py`` and reports the configuration as canonical JSON in
 its summary; when a row's search is exhausted it raises NothingToTry (the engine closes the
-row). A task no template covers raises AgentError naming the LLM agents.
+row). A task the agent cannot trace or lower raises AgentError naming why and the LLM agents.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from forgekernel import templates
-from forgekernel.agents import builtin_ops, builtin_plan, builtin_replan
+from forgekernel.agents import builtin_generated, builtin_ops, builtin_plan, builtin_replan
 from forgekernel.agents import builtin_search as search
 from forgekernel.agents.base import (
     AgentError,
@@ -36,8 +38,12 @@ def _cost() -> AgentCost:
 
 
 def supports(task: TaskSpec, reference_source: str) -> builtin_ops.OpMatch:
-    """The operator match for ``task``, or AgentError saying an LLM agent is needed."""
-    return builtin_ops.match(task, reference_source)
+    """The structure for ``task``, or AgentError saying why not and that an LLM agent is needed."""
+    match = builtin_generated.resolve(task, reference_source)
+    for tpl in match.templates:
+        if tpl.name == builtin_generated.GENERATED:
+            templates.register(tpl)
+    return match
 
 
 class BuiltinArchitect:
@@ -67,8 +73,11 @@ class BuiltinCoder:
             mid = search.centre(params, search.outcomes(ctx.history))
             raise NothingToTry(f"exhausted: {mid.key()} and its neighbours in the row's space "
                                "were all judged")
-        text = templates.render(cfg, match.op, match.params, match.constants,
-                                note=f"task {ctx.task.name}, row {ctx.row.id}")
+        if cfg.template == builtin_generated.GENERATED:
+            text = builtin_generated.render(ctx.task, cfg.knobs)
+        else:
+            text = templates.render(cfg, match.op, match.params, match.constants,
+                                    note=f"task {ctx.task.name}, row {ctx.row.id}", call=match.call)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
         (ctx.workspace / "kernel.py").write_text(text)
         return CoderResult(summary=cfg.key(), cost=_cost())

@@ -1,13 +1,16 @@
-"""Which operator a task's reference computes, as far as the built-in templates know.
+"""Which structure the built-in agent uses for a task, decided by what the reference computes.
 
-A task matches an operator when its family agrees, its name is one the operator answers
-to, its inputs have the operator's shape pattern, and its reference source shows the
-operator's markers. Constants (eps) are read from the reference source with :mod:`ast`.
+A hand-written template (a stronger structure for its family) applies when the reference
+computes the same function as the template's operator: same number and shapes of inputs,
+and the same outputs on random inputs at a small workload (checked here in plain PyTorch,
+for every order of the inputs the operator's shape pattern allows and every epsilon found
+in the traced graph). Anything else the built-in agent can trace gets a candidate
+generated from the reference itself (:mod:`builtin_generated`). Names play no part.
 """
 
 from __future__ import annotations
 
-import ast
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +21,7 @@ from forgekernel.records import TaskSpec
 
 LLM_HINT = "use an LLM agent: --agent claude-code|anthropic|openai"
 
-Shape = tuple[str | int, ...]
+Shape = tuple[int, ...]
 
 
 def _same_last(*idx: int) -> Callable[[list[Shape]], bool]:
@@ -47,110 +50,177 @@ def _xent(shapes: list[Shape]) -> bool:
 
 def _rope(shapes: list[Shape]) -> bool:
     q, c, s = shapes
-    return len(q) >= 3 and c == s == (q[-3], q[-1])
+    return len(q) >= 3 and c == s == (q[-3], q[-1]) and q[-1] % 2 == 0
+
+
+# ------------------------------------------------------------------ what each operator computes
+
+
+def _rmsnorm(x: Any, w: Any, eps: float) -> Any:
+    import torch
+
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return w * h.to(x.dtype)
+
+
+def _fused_add_rmsnorm(x: Any, r: Any, w: Any, eps: float) -> Any:
+    h = x + r
+    return _rmsnorm(h, w, eps), h
+
+
+def _layernorm(x: Any, w: Any, b: Any, eps: float) -> Any:
+    import torch
+
+    h = x.to(torch.float32)
+    c = h - h.mean(-1, keepdim=True)
+    y = c * torch.rsqrt(c.pow(2).mean(-1, keepdim=True) + eps)
+    return (y * w.to(torch.float32) + b.to(torch.float32)).to(x.dtype)
+
+
+def _softmax(x: Any) -> Any:
+    import torch
+
+    return torch.softmax(x.to(torch.float32), -1).to(x.dtype)
+
+
+def _log_softmax(x: Any) -> Any:
+    import torch
+
+    return torch.log_softmax(x.to(torch.float32), -1).to(x.dtype)
+
+
+def _swiglu(g: Any, u: Any) -> Any:
+    import torch.nn.functional as F
+
+    return F.silu(g) * u
+
+
+def _matmul_fn(a: Any, b: Any) -> Any:
+    return a @ b
+
+
+def _cross_entropy(logits: Any, targets: Any) -> Any:
+    import torch
+    import torch.nn.functional as F
+
+    return F.cross_entropy(logits.to(torch.float32), targets)
+
+
+def _rope_fn(q: Any, cos: Any, sin: Any) -> Any:
+    import torch
+
+    half = q.shape[-1] // 2
+    rot = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
+    return q * cos[:, None, :] + rot * sin[:, None, :]
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    """An operator some template implements, and how to recognise a task computing it."""
+    """An operator some template implements: its arity, input shape pattern and meaning."""
 
     name: str
     family: str
-    names: tuple[str, ...]
     arity: int
     shapes: Callable[[list[Shape]], bool]
-    markers: tuple[str, ...] = ()
-    """Each must appear in the reference source (any one of a '|'-separated group)."""
-    constants: dict[str, float] = field(default_factory=dict)
+    fn: Callable[..., Any]
+    eps: float | None = None
+    """Default epsilon, for operators that take one (others are tried first)."""
 
 
 OPS: tuple[OpSpec, ...] = (
-    OpSpec("rmsnorm", "rownorm", ("rmsnorm", "rms_norm", "llama_rmsnorm"), 2, _same_last(1),
-           ("rsqrt|sqrt", "mean|sum"), {"EPS": 1e-6}),
-    OpSpec("fused_add_rmsnorm", "rownorm", ("fused_add_rmsnorm", "add_rmsnorm", "residual_rmsnorm"),
-           3, _residual, ("rsqrt|sqrt", "+"), {"EPS": 1e-6}),
-    OpSpec("layernorm", "rownorm", ("layernorm", "layer_norm"), 3, _same_last(1, 2),
-           ("rsqrt|sqrt", "mean"), {"EPS": 1e-5}),
-    OpSpec("softmax", "softmax", ("softmax", "row_softmax"), 1, lambda s: len(s[0]) >= 1,
-           ("exp",)),
-    OpSpec("log_softmax", "softmax", ("log_softmax", "logsoftmax"), 1, lambda s: len(s[0]) >= 1,
-           ("exp", "log")),
-    OpSpec("swiglu", "elementwise", ("swiglu", "silu_mul", "silu_and_mul"), 2, _all_same,
-           ("silu|sigmoid",)),
-    OpSpec("matmul", "matmul", ("matmul", "gemm", "mm"), 2, _matmul, ("matmul|mm|@",)),
-    OpSpec("cross_entropy", "cross_entropy", ("cross_entropy", "xent", "ce_loss"), 2, _xent,
-           ("mean",)),
-    OpSpec("rope", "rope", ("rope", "rotary", "rotary_embedding"), 3, _rope,
-           ("rotate_half|cat",)),
+    OpSpec("rmsnorm", "rownorm", 2, _same_last(1), _rmsnorm, 1e-6),
+    OpSpec("fused_add_rmsnorm", "rownorm", 3, _residual, _fused_add_rmsnorm, 1e-6),
+    OpSpec("layernorm", "rownorm", 3, _same_last(1, 2), _layernorm, 1e-5),
+    OpSpec("softmax", "softmax", 1, lambda s: len(s[0]) >= 1, _softmax),
+    OpSpec("log_softmax", "softmax", 1, lambda s: len(s[0]) >= 1, _log_softmax),
+    OpSpec("swiglu", "elementwise", 2, _all_same, _swiglu),
+    OpSpec("matmul", "matmul", 2, _matmul, _matmul_fn),
+    OpSpec("cross_entropy", "cross_entropy", 2, _xent, _cross_entropy),
+    OpSpec("rope", "rope", 3, _rope, _rope_fn),
 )
 
 
 @dataclass(frozen=True)
 class OpMatch:
-    """A task resolved to an operator: the reference's parameter names and its constants."""
+    """A task resolved to a structure: the template operator (or ``generated``), the
+    reference's parameter names, constants, the structures available, and the order in
+    which the operator takes the reference's parameters."""
 
     op: str
     params: tuple[str, ...]
     constants: dict[str, Any]
     templates: tuple[templates.Template, ...]
+    call: tuple[str, ...] = ()
+    graph: str = ""
+    """What the traced graph says the reference computes (for the plan and the report)."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """What the structure leaves to a library (generated candidates), one line each."""
+    launches: int = 1
+    """Kernel launches one call of the structure makes."""
+
+
+def equivalent(got: Any, want: Any) -> bool:
+    """Outputs agree in structure, dtype and (within rounding) value."""
+    import torch
+
+    gs = got if isinstance(got, (tuple, list)) else (got,)
+    ws = want if isinstance(want, (tuple, list)) else (want,)
+    if len(gs) != len(ws):
+        return False
+    for g, w in zip(gs, ws, strict=True):
+        if not (isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor)) \
+                or g.shape != w.shape or g.dtype != w.dtype:
+            return False
+        g64, w64 = g.double(), w.double()
+        scale = float(w64.abs().mean()) + 1e-6
+        tol = 2e-2 if w.dtype in (torch.bfloat16, torch.float16) else 1e-3
+        if not bool(torch.isfinite(g64).all()) or float((g64 - w64).abs().max()) > tol * 8 * scale:
+            return False
+    return True
+
+
+def semantic_match(run: Callable[..., Any], draws: list[list[Any]], params: tuple[str, ...],
+                   eps_found: list[float]) -> tuple[OpSpec, tuple[int, ...], float | None] | None:
+    """The operator whose function equals ``run`` on every draw, with the input order and eps."""
+    want = [run(*args) for args in draws]
+    shapes = [tuple(a.shape) if hasattr(a, "shape") else () for a in draws[0]]
+    for op in OPS:
+        if op.arity != len(params):
+            continue
+        for order in itertools.permutations(range(op.arity)):
+            if not op.shapes([shapes[i] for i in order]):
+                continue
+            for eps in ([*eps_found, op.eps] if op.eps is not None else [None]):
+                extra = (eps,) if eps is not None else ()
+                try:
+                    got = [op.fn(*[args[i] for i in order], *extra) for args in draws]
+                except (RuntimeError, ValueError, IndexError, TypeError):
+                    continue
+                if all(equivalent(g, w) for g, w in zip(got, want, strict=True)):
+                    return op, order, eps
+    return None
+
+
+def template_match(op: OpSpec, order: tuple[int, ...], eps: float | None, params: tuple[str, ...],
+                   graph: str) -> OpMatch:
+    constants = {"EPS": eps} if eps is not None else {}
+    return OpMatch(op.name, params, constants, tuple(templates.for_op(op.name)),
+                   call=tuple(params[i] for i in order), graph=graph,
+                   launches=2 if op.name == "cross_entropy" else 1)
+
+
+def unsupported(task: TaskSpec, why: str) -> AgentError:
+    return AgentError(f"the built-in agent cannot make a kernel for '{task.name}': {why}; {LLM_HINT}")
 
 
 def reference_params(source: str) -> tuple[str, ...] | None:
     """Positional parameter names of the reference's ``run`` (None without one)."""
+    import ast
+
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name == "run":
             if node.args.vararg or node.args.kwonlyargs:
                 return None
             return tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
     return None
-
-
-def read_constants(source: str, defaults: dict[str, float]) -> dict[str, float]:
-    """Module-level numeric constants of the reference (EPS = 1e-6), else the defaults."""
-    found = dict(defaults)
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id.upper()
-            if name in ("EPS", "EPSILON", "VARIANCE_EPSILON") and "EPS" in found:
-                value = node.value
-                if isinstance(value, ast.Constant) and isinstance(value.value, (int, float)):
-                    found["EPS"] = float(value.value)
-    return found
-
-
-def _shape(spec) -> Shape:
-    return tuple(spec.shape)
-
-
-def _fits(op: OpSpec, task: TaskSpec, source: str, params: tuple[str, ...] | None) -> bool:
-    name = task.name.lower().replace("-", "_")
-    if not any(name == n or name.endswith("_" + n) for n in op.names):
-        return False
-    if params is None or len(params) != op.arity or len(task.inputs) != op.arity:
-        return False
-    if not op.shapes([_shape(s) for s in task.inputs.values()]):
-        return False
-    return all(any(m in source for m in group.split("|")) for group in op.markers)
-
-
-def match(task: TaskSpec, source: str) -> OpMatch:
-    """The operator ``task`` computes, or AgentError saying an LLM agent is needed."""
-    if task.format != "forge" or task.language != "triton":
-        raise AgentError(f"the built-in agent has no template for {task.format} {task.language} "
-                         f"task '{task.name}'; {LLM_HINT}")
-    family_ops = [op for op in OPS if op.family == task.family]
-    if not family_ops:
-        raise AgentError(f"the built-in agent has no template for family '{task.family}' "
-                         f"(task '{task.name}'); {LLM_HINT}")
-    try:
-        params = reference_params(source)
-    except SyntaxError:
-        params = None
-    for op in family_ops:
-        if _fits(op, task, source, params):
-            assert params is not None
-            return OpMatch(op.name, params, read_constants(source, op.constants),
-                           tuple(templates.for_op(op.name)))
-    known = ", ".join(sorted({n for op in family_ops for n in op.names[:1]}))
-    raise AgentError(f"the built-in agent has no template for {task.family}/{task.name} (its "
-                     f"templates implement {known}); {LLM_HINT}")

@@ -101,7 +101,7 @@ def ranked_structures(task: TaskSpec, match: OpMatch) -> list[templates.Template
 
 
 def launch_line(match: OpMatch) -> str:
-    return "launches <= 2" if match.op == "cross_entropy" else "launches == 1"
+    return "launches == 1" if match.launches == 1 else f"launches <= {match.launches}"
 
 
 def gate(f: Facts, match: OpMatch, stage: int, target: float) -> Gate:
@@ -140,12 +140,24 @@ def structure_row(row_id: str, tpl: templates.Template, f: Facts, match: OpMatch
                        params={"op": match.op, "template": tpl.name, "knobs": tpl.defaults()})
 
 
-def tuning_rows(prefix: str, tpl: templates.Template, match: OpMatch) -> list[DecisionRow]:
-    """One sweep row per knob (or per knob pair in PAIRS), in the catalog's order."""
+def knob_groups(tpl: templates.Template, task: TaskSpec) -> list[tuple[str, ...]]:
+    """The knobs swept together, one tuning row each: PAIRS for templates; for a generated
+    candidate, the groups of the kernel kinds it contains."""
+    from forgekernel.agents import builtin_generated
+
+    if tpl.name == builtin_generated.GENERATED:
+        return builtin_generated.tuning_groups(builtin_generated.generate(task))
     groups: list[tuple[str, ...]] = list(PAIRS.get(tpl.name, ()))
     paired = {k for g in groups for k in g}
     groups += [(k.name,) for k in tpl.knobs if k.name not in paired]
     groups.sort(key=lambda g: [k.name for k in tpl.knobs].index(g[0]))
+    return groups
+
+
+def tuning_rows(prefix: str, tpl: templates.Template, match: OpMatch,
+                task: TaskSpec) -> list[DecisionRow]:
+    """One sweep row per knob group (:func:`knob_groups`), in the catalog's order."""
+    groups = knob_groups(tpl, task)
     rows = []
     for i, group in enumerate(groups, 1):
         space = {k: list(tpl.knob(k).space) for k in group}
@@ -197,13 +209,15 @@ def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
         g0 = g0.model_copy(update={"performance": ""})
     m0 = Milestone(id="M0", kind="architecture", title=tpl.structure, rows=(row0,), gate=g0)
     m1 = Milestone(id="M1", title=f"tune {tpl.name} launch shape",
-                   rows=tuple(tuning_rows("M1", tpl, match)), gate=gate(f, match, 1, target))
+                   rows=tuple(tuning_rows("M1", tpl, match, ctx.task)), gate=gate(f, match, 1, target))
     milestones = [m0, m1]
     if len(tpl.knobs) > 1:  # with one knob the joint refinement would repeat M1
         milestones.append(Milestone(id="M2", title=f"refine {tpl.name} jointly",
                                     rows=(refine_row("M2.1", tpl, match),),
                                     gate=gate(f, match, 2, target)))
     why = (f"initial plan: {match.op} via {tpl.name} ({f.bound}-bound"
+           + (f"; traced: {match.graph}" if match.graph else "")
+           + (f"; library parts: {'; '.join(match.notes)}" if match.notes else "")
            + (f", starting from the previous generation's best {start.key()}" if start else "")
            + (f", reference at {f.sol_pct:.0f}% SOL" if f.sol_pct is not None else "")
            + ("" if f.gpu else ", CPU interpreter: M0 gate without a timing line") + ")")

@@ -34,12 +34,13 @@ def _map_rows(cur: Curriculum, fn) -> Curriculum:
     return cur.model_copy(update={"milestones": ms})
 
 
-def _drop_exhausted(cur: Curriculum, ctx: ArchitectContext) -> tuple[Curriculum, list[str]]:
+def _drop_exhausted(cur: Curriculum, ctx: ArchitectContext,
+                    match: OpMatch) -> tuple[Curriculum, list[str]]:
     dropped: list[str] = []
 
     def fn(m: Milestone, r: DecisionRow) -> DecisionRow:
         tpl = r.params.get("template")
-        if r.status == "open" and tpl in {t.name for t in templates.TEMPLATES}:
+        if r.status == "open" and tpl in {t.name for t in match.templates}:
             if search.exhausted(r.params, ctx.history):
                 dropped.append(r.id)
                 return r.model_copy(update={"status": "dropped"})
@@ -67,7 +68,7 @@ def _restructure(cur: Curriculum, ctx: ArchitectContext, match: OpMatch, new: te
     row_id, ms_id = _next_ids(cur, m0)
     m0 = m0.model_copy(update={"rows": (*m0.rows, plan.structure_row(row_id, new, f, match)),
                                "status": "open", "frozen": False, "title": new.structure})
-    rows = plan.tuning_rows(ms_id, new, match)
+    rows = plan.tuning_rows(ms_id, new, match, ctx.task)
     rows.append(plan.refine_row(f"{ms_id}.{len(rows) + 1}", new, match))
     tuning = Milestone(id=ms_id, title=f"tune {new.name}", rows=tuple(rows),
                        gate=plan.gate(f, match, 1, ctx.task.target.speedup))
@@ -97,7 +98,7 @@ def _settle(cur: Curriculum) -> Curriculum:
 def revise(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
     """A new version of ``ctx.current`` (see the module docstring); returns it and why."""
     assert ctx.current is not None
-    cur, dropped = _drop_exhausted(ctx.current, ctx)
+    cur, dropped = _drop_exhausted(ctx.current, ctx, match)
     tried = search.outcomes(ctx.history)
     top = search.best(tried)
     f = plan.facts(ctx)

@@ -152,10 +152,20 @@ TEMPLATES: tuple[Template, ...] = (
 """Every template, by family; the first of a family is its default structure."""
 
 
+_REGISTERED: dict[str, Template] = {}
+
+
+def register(tpl: Template) -> None:
+    """Make a structure built at run time (the generated one) known by its name."""
+    _REGISTERED[tpl.name] = tpl
+
+
 def template(name: str) -> Template:
     for t in TEMPLATES:
         if t.name == name:
             return t
+    if name in _REGISTERED:
+        return _REGISTERED[name]
     raise KeyError(f"no template named {name!r}")
 
 
@@ -177,17 +187,25 @@ _HEADER = re.compile(r"^# --- knobs ---\n(?P<body>.*?)^# --- end ---\n", re.M | 
 _ASSIGN = re.compile(r"^(?P<name>[A-Z_][A-Z0-9_]*) = (?P<value>[^#\n]*?)(?P<comment>\s*#.*)?$", re.M)
 
 
-def render(cfg: Config, op: str, params: tuple[str, ...], constants: dict[str, Any],
-           note: str = "") -> str:
-    """The kernel.py text for ``cfg`` implementing ``op`` with ``run(*params)``."""
-    tpl = template(cfg.template)
-    if op not in tpl.ops:
-        raise KeyError(f"template {tpl.name} does not implement {op}")
-    text = tpl.source()
+def header_values(text: str) -> dict[str, Any]:
+    """The integer assignments of a kernel text's knob header, in order."""
     head = _HEADER.search(text)
     if head is None:
-        raise ValueError(f"template {tpl.name} has no knob header")
-    values = {**{k: v for k, v in constants.items()}, **cfg.knobs}
+        return {}
+    out: dict[str, Any] = {}
+    for m in _ASSIGN.finditer(head.group("body")):
+        try:
+            out[m.group("name")] = int(m.group("value"))
+        except ValueError:
+            continue
+    return out
+
+
+def with_values(text: str, values: dict[str, Any]) -> str:
+    """``text`` with the header's assignments of ``values`` replaced (others kept)."""
+    head = _HEADER.search(text)
+    if head is None:
+        raise ValueError("the kernel text has no knob header")
 
     def subst(m: re.Match) -> str:
         name = m.group("name")
@@ -195,8 +213,18 @@ def render(cfg: Config, op: str, params: tuple[str, ...], constants: dict[str, A
         return f"{name} = {value}{m.group('comment') or ''}"
 
     body = _ASSIGN.sub(subst, head.group("body"))
-    text = text[:head.start("body")] + body + text[head.end("body"):]
+    return text[:head.start("body")] + body + text[head.end("body"):]
+
+
+def render(cfg: Config, op: str, params: tuple[str, ...], constants: dict[str, Any],
+           note: str = "", call: tuple[str, ...] = ()) -> str:
+    """The kernel.py text for ``cfg`` implementing ``op`` with ``run(*params)``; the operator
+    takes the parameters in the order ``call`` (default: as ``run`` receives them)."""
+    tpl = template(cfg.template)
+    if op not in tpl.ops:
+        raise KeyError(f"template {tpl.name} does not implement {op}")
+    text = with_values(tpl.source(), {**constants, **cfg.knobs})
     args = ", ".join(params)
     entry = (f"\n\n# --- entry point: {op} ({note or 'built-in agent'}) ---\n"
-             f"def run({args}):\n    return {op}({args})\n")
+             f"def run({args}):\n    return {op}({', '.join(call or params)})\n")
     return text.rstrip("\n") + "\n" + entry

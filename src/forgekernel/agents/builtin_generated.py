@@ -1,0 +1,209 @@
+"""The built-in agent's structure for any operator it can trace: a generated candidate.
+
+:func:`resolve` decides the structure for a task by what its reference computes: a
+hand-written template when the reference computes a template's operator
+(:mod:`builtin_ops`), otherwise a candidate generated from the reference through
+TorchInductor's Triton code generation (:mod:`forgekernel.generate`). The generated
+candidate is a structure like any template: its knobs (block sizes and warps of the launch
+runtime, tile sizes of forge's matrix-product and convolution kernels) are what the search
+tunes, per task, on forge's own timings. Lowering takes seconds, so results are kept per
+task for the life of the process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forgekernel import templates
+from forgekernel.agents import builtin_ops
+from forgekernel.agents.base import AgentError
+from forgekernel.records import TaskSpec
+
+GENERATED = "generated"
+
+KNOB_SPACES: dict[str, tuple[int, ...]] = {
+    "RT_PW_BLOCK": (256, 512, 1024, 2048, 4096),
+    "RT_PW_WARPS": (1, 2, 4, 8, 16),
+    "RT_TILE_X": (16, 32, 64, 128),
+    "RT_TILE_Y": (8, 16, 32, 64),
+    "RT_TILE_WARPS": (2, 4, 8),
+    "RT_RED_RBLOCK": (256, 512, 1024, 2048, 4096, 8192),
+    "RT_RED_TILE": (1024, 2048, 4096, 8192, 16384),
+    "RT_RED_OUTER_XBLOCK": (8, 16, 32, 64, 128),
+    "RT_RED_OUTER_RBLOCK": (4, 8, 16, 32, 64),
+    "RT_RED_WARPS": (2, 4, 8, 16),
+    "GEMM_BLOCK_M": (32, 64, 128, 256),
+    "GEMM_BLOCK_N": (32, 64, 128, 256),
+    "GEMM_BLOCK_K": (16, 32, 64, 128),
+    "GEMM_GROUP_M": (1, 4, 8, 16),
+    "GEMM_NUM_WARPS": (2, 4, 8),
+    "GEMM_NUM_STAGES": (2, 3, 4, 5),
+    "CONV_BLOCK_M": (32, 64, 128, 256),
+    "CONV_BLOCK_N": (16, 32, 64, 128),
+    "CONV_BLOCK_K": (16, 32, 64),
+    "CONV_NUM_WARPS": (2, 4, 8),
+    "CONV_NUM_STAGES": (1, 2, 3, 4),
+}
+"""Values worth searching for each knob a generated candidate may carry."""
+KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "pointwise": (("RT_PW_BLOCK", "RT_PW_WARPS"),),
+    "tiled": (("RT_TILE_X", "RT_TILE_Y"), ("RT_TILE_WARPS",)),
+    "reduction": (("RT_RED_RBLOCK", "RT_RED_TILE"), ("RT_RED_OUTER_XBLOCK", "RT_RED_OUTER_RBLOCK"),
+                  ("RT_RED_WARPS",)),
+    "gemm": (("GEMM_BLOCK_M", "GEMM_BLOCK_N"), ("GEMM_BLOCK_K", "GEMM_NUM_STAGES"),
+             ("GEMM_NUM_WARPS",), ("GEMM_GROUP_M",)),
+    "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
+             ("CONV_NUM_WARPS",)),
+}
+"""Knobs swept together in one tuning row, by the kind of kernel they shape."""
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A generated candidate for a task (knobs at their defaults) and what it contains."""
+
+    text: str
+    kernels: tuple[str, ...]
+    library: tuple[str, ...]
+    kinds: tuple[str, ...]
+    """Kernel kinds present: pointwise, tiled, reduction, gemm, conv (their knobs matter)."""
+    template: templates.Template
+    graph: str
+    launches: int
+    """Kernel launches per call: Inductor's kernels, forge's library kernels, eager fallbacks."""
+
+
+_CACHE: dict[str, Generated | AgentError] = {}
+_MATCHES: dict[str, builtin_ops.OpMatch | AgentError] = {}
+
+
+def _key(task: TaskSpec) -> str:
+    root = Path(task.root)
+    text = (root / "reference.py").read_bytes() + (root / "task.toml").read_bytes()
+    return f"{root}:{hashlib.sha256(text).hexdigest()[:16]}"
+
+
+def resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
+    """The structure for ``task`` (a template's operator, else ``generated``), or AgentError."""
+    key = _key(task)
+    if key not in _MATCHES:
+        try:
+            _MATCHES[key] = _resolve(task, source)
+        except AgentError as exc:
+            _MATCHES[key] = exc
+    found = _MATCHES[key]
+    if isinstance(found, AgentError):
+        raise found
+    return found
+
+
+def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
+    from forgekernel.generate import classify, examples
+
+    if task.language != "triton":
+        raise builtin_ops.unsupported(task, f"its language is {task.language}; the built-in "
+                                      "agent writes Triton")
+    if task.format != "forge":
+        raise builtin_ops.unsupported(task, "KernelBench tasks are not traced yet")
+    params = builtin_ops.reference_params(source)
+    if params is None:
+        raise builtin_ops.unsupported(task, "reference.py's run() takes *args or keyword-only "
+                                      "arguments, so its inputs cannot be bound by position")
+    fn, module = examples.reference_function(task)
+    wl = examples.example_workload(task)
+    try:
+        draws = [examples.forge_inputs(task, module, wl, seed=s) for s in (0, 1)]
+        graph = classify.trace(fn, draws[0])
+    except Exception as exc:  # the user's reference: any failure is one line
+        raise builtin_ops.unsupported(task, f"tracing the reference failed ({_one_line(exc)})") from None
+    found = builtin_ops.semantic_match(fn, draws, params, list(graph.small_constants))
+    if found is not None:
+        return builtin_ops.template_match(*found, params, graph.describe())
+    gen = generate(task)
+    return builtin_ops.OpMatch(GENERATED, params, {}, (gen.template,), call=params,
+                               graph=graph.describe(), notes=gen.library, launches=gen.launches)
+
+
+def generate(task: TaskSpec) -> Generated:
+    """The generated candidate for ``task`` (cached), or AgentError saying why there is none."""
+    key = _key(task)
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = _generate(task)
+        except AgentError as exc:
+            _CACHE[key] = exc
+    found = _CACHE[key]
+    if isinstance(found, AgentError):
+        raise found
+    return found
+
+
+def _generate(task: TaskSpec) -> Generated:
+    from forgekernel.generate import assemble, classify, examples
+    from forgekernel.generate.inductor import LoweringError, lower
+
+    fn, module = examples.reference_function(task)
+    params = builtin_ops.reference_params((Path(task.root) / "reference.py").read_text()) or ()
+    args = examples.forge_inputs(task, module, examples.example_workload(task), seed=0)
+    try:
+        graph = classify.trace(fn, args)
+        lowered = lower(fn, args)
+        asm = assemble.render(lowered, assemble.Entry(params=params),
+                              title=f"Generated for task {task.name}: {graph.describe()}.")
+    except LoweringError as exc:
+        raise builtin_ops.unsupported(task, str(exc)) from None
+    except Exception as exc:  # Inductor on the user's reference: one line, never a traceback
+        raise builtin_ops.unsupported(task, f"lowering failed ({_one_line(exc)})") from None
+    kinds = _kinds(asm.text)
+    body = asm.text[asm.text.index("def _inductor_call("):asm.text.index("def _inductor_args(")]
+    launches = body.count(".run(") + body.count("extern_kernels.") + len(asm.fallbacks)
+    return Generated(asm.text, asm.kernels, asm.library, kinds, _template(asm.text),
+                     graph.describe(), max(launches, 1))
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    launches = re.findall(r"= _RtLaunch\(\w+, '(\w+)', (\{.*?\}), '\w+'\)", text)
+    found = []
+    if any(kind == "pointwise" and "YBLOCK" not in sig for kind, sig in launches):
+        found.append("pointwise")
+    if any(kind == "pointwise" and "YBLOCK" in sig for kind, sig in launches):
+        found.append("tiled")
+    if any(kind == "reduction" for kind, _ in launches):
+        found.append("reduction")
+    found += [k for k, mark in (("gemm", "GEMM_BLOCK_M"), ("conv", "CONV_BLOCK_M")) if mark in text]
+    return tuple(found)
+
+
+def _template(text: str) -> templates.Template:
+    """The generated structure as a template whose knobs are those in the candidate's header."""
+    defaults = templates.header_values(text)
+    knobs = tuple(templates.Knob(name, int(value), tuple(sorted({*KNOB_SPACES.get(name, ()),
+                                                                  int(value)})))
+                  for name, value in defaults.items())
+    return templates.Template(
+        GENERATED, "any", "TorchInductor's fused Triton kernels for the reference, launched by "
+        "forge's runtime; forge's Triton kernels for matrix products and convolutions",
+        (GENERATED,), knobs, "every fusable op in one kernel per fusion group; no eager launches")
+
+
+def render(task: TaskSpec, knobs: dict[str, Any]) -> str:
+    """The generated candidate with ``knobs`` written into its header."""
+    gen = generate(task)
+    return templates.with_values(gen.text, knobs)
+
+
+def tuning_groups(gen: Generated) -> list[tuple[str, ...]]:
+    """The knob groups worth a tuning row for this candidate, in order."""
+    have = {k.name for k in gen.template.knobs}
+    return [g for kind in gen.kinds for g in KNOB_GROUPS.get(kind, ()) if set(g) <= have]
+
+
+def _one_line(exc: BaseException) -> str:
+    for line in str(exc).strip().splitlines():
+        if line.strip():
+            return f"{type(exc).__name__}: {line.strip()[:200]}"
+    return type(exc).__name__

@@ -1,0 +1,332 @@
+"""Turn Inductor's wrapper module (text) into a standalone candidate ``kernel.py``.
+
+The candidate holds Inductor's Triton kernels as plain ``@triton.jit`` functions (their
+autotuning decorators dropped), forge's launch runtime (:mod:`.library.runtime`: block
+sizes from the call's sizes, the knobs forge's search tunes), forge's own Triton kernels
+for the parts Inductor leaves to libraries (matrix products, convolutions: the
+``extern_kernels`` shim), Inductor's ``call`` body unchanged, and the entry point the task
+format asks for: ``run(*inputs)`` or ``class ModelNew``. It imports torch, triton and
+Inductor's device-side helper functions (``torch._inductor.runtime.triton_helpers``) only.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from dataclasses import dataclass, field
+from importlib import resources
+
+from forgekernel.generate.inductor import LIBRARY_NAMESPACE, Lowered, LoweringError
+
+SUPPORTED_KINDS = ("pointwise", "reduction")
+"""Inductor kernel kinds the runtime launches (others are reported as unsupported)."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel of the wrapper: its Triton source and what the launcher needs."""
+
+    name: str
+    kind: str
+    signature: dict[str, str]
+    hint: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """The parsed wrapper: kernels, the ``call`` body and the extern calls it makes."""
+
+    kernels: tuple[Kernel, ...]
+    body: str
+    externs: tuple[str, ...]
+    fallbacks: tuple[str, ...]
+    """Eager aten ops the body calls (ops Inductor did not lower)."""
+    returns: int
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The candidate's entry point.
+
+    ``params``: the forge task's ``run`` parameter names; or, for KernelBench, ``init_source``
+    (Model's ``__init__`` text) with ``imports`` (the reference's import lines)."""
+
+    params: tuple[str, ...] = ()
+    init_source: str = ""
+    imports: tuple[str, ...] = ()
+
+    @property
+    def kernelbench(self) -> bool:
+        return bool(self.init_source)
+
+
+@dataclass
+class Assembly:
+    """What was generated, for the plan and the report."""
+
+    text: str
+    kernels: tuple[str, ...]
+    library: tuple[str, ...] = ()
+    fallbacks: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+
+def parse(code: str) -> Wrapper:
+    """Kernels and the ``call`` body of an Inductor wrapper module."""
+    tree = ast.parse(code)
+    kernels = [_kernel(node, k) for k, node in enumerate(_kernel_assignments(tree))]
+    call = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "call"), None)
+    if call is None:
+        raise LoweringError("Inductor's wrapper has no call() function")
+    body = textwrap.dedent("\n".join(ast.get_source_segment(code, call).splitlines()[1:]))
+    body = re.sub(rf"\btorch\.ops\.{LIBRARY_NAMESPACE}\.(\w+)\.default\(", r"extern_kernels.\1(", body)
+    externs, fallbacks = _calls(call)
+    ret = next((n for n in ast.walk(call) if isinstance(n, ast.Return)), None)
+    returns = len(ret.value.elts) if ret is not None and isinstance(ret.value, ast.Tuple) else 1
+    return Wrapper(tuple(kernels), body, externs, fallbacks, returns)
+
+
+def _calls(call: ast.FunctionDef) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(extern kernels, eager aten ops) the call body calls, by name."""
+    externs, fallbacks = set(), set()
+    for node in ast.walk(call):
+        if not isinstance(node, ast.Call):
+            continue
+        chain = _dotted(node.func)
+        if chain[:1] == ["extern_kernels"] and len(chain) == 2:
+            externs.add(chain[1])
+        elif chain[:3] == ["torch", "ops", LIBRARY_NAMESPACE]:
+            externs.add(chain[3])
+        elif chain[:1] == ["aten"] or chain[:3] == ["torch", "ops", "aten"]:
+            fallbacks.add(chain[1] if chain[0] == "aten" else chain[3])
+    return tuple(sorted(externs)), tuple(sorted(fallbacks))
+
+
+def _dotted(node: ast.AST) -> list[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return list(reversed(parts))
+
+
+def _kernel_assignments(tree: ast.Module) -> list[ast.Assign]:
+    out = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "async_compile":
+            if func.attr != "triton":
+                raise LoweringError(f"Inductor wrote a {func.attr} kernel; forge launches Triton only")
+            out.append(node)
+    return out
+
+
+def _kernel(node: ast.Assign, number: int) -> Kernel:
+    name = node.value.args[0].value
+    src = node.value.args[1].value
+    module = ast.parse(src)
+    fns = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+    main = next((f for f in fns if f.name == name), None)
+    deco = next((d for d in main.decorator_list if isinstance(d, ast.Call)), None) if main else None
+    if deco is None or not isinstance(deco.func, ast.Attribute):
+        raise LoweringError(f"kernel {name}: no Inductor heuristics decorator to read")
+    kind = deco.func.attr
+    if kind not in SUPPORTED_KINDS:
+        raise LoweringError(f"kernel {name} is an Inductor '{kind}' kernel; forge's launcher "
+                            f"drives {', '.join(SUPPORTED_KINDS)} kernels")
+    kw = {k.arg: k.value for k in deco.keywords}
+    signature = ast.literal_eval(_dict_item(kw["triton_meta"], "signature"))
+    hint = kw.get("reduction_hint")
+    hint_name = hint.attr if isinstance(hint, ast.Attribute) else "DEFAULT"
+    texts = []
+    for f in fns:
+        seg = ast.get_source_segment(src, f)
+        texts.append("@triton.jit\n" + seg[seg.index("def "):])
+    text = "\n\n\n".join(texts)
+    for f in fns:
+        if f.name != name:  # helpers (scan combine functions) get names unique to this kernel
+            text = re.sub(rf"\b{re.escape(f.name)}\b", f"{f.name}_k{number}", text)
+    text = re.sub(rf"\bdef {re.escape(name)}\(", f"def {name}_jit(", text, count=1)
+    text = re.sub(r"\btriton_helpers\.(\w+)\b", r"_th_\1", text)
+    return Kernel(name, kind, signature, hint_name, text)
+
+
+def _dict_item(node: ast.AST, key: str) -> ast.AST:
+    if isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values, strict=True):
+            if isinstance(k, ast.Constant) and k.value == key:
+                return v
+    raise LoweringError(f"Inductor's kernel metadata has no '{key}'")
+
+
+# ------------------------------------------------------------------ rendering
+
+_KNOBS = re.compile(r"^# --- knobs ---\n(?P<body>.*?)^# --- end ---\n", re.M | re.S)
+EXTERN_LIBRARY = {"mm": "gemm", "addmm": "gemm", "bmm": "gemm", "baddbmm": "gemm",
+                  "convolution": "conv"}
+"""Inductor extern kernels forge implements in Triton, and the library file holding each."""
+
+
+def library_source(name: str) -> str:
+    """The text of a library file shipped in forgekernel/generate/library/."""
+    return resources.files("forgekernel.generate").joinpath("library").joinpath(f"{name}.py").read_text()
+
+
+def _piece(name: str) -> tuple[str, str]:
+    """A library file split into (knob lines, code without its docstring and knob block)."""
+    text = library_source(name)
+    head = _KNOBS.search(text)
+    knobs = head.group("body") if head else ""
+    if head:
+        text = text[:head.start()] + text[head.end():]
+    tree = ast.parse(text)
+    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
+        text = "\n".join(text.splitlines()[tree.body[0].end_lineno:])
+    return knobs, text.strip("\n") + "\n"
+
+
+def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
+    """The candidate's kernel.py for ``lowered`` with the given entry point."""
+    wrapper = parse(lowered.code)
+    if wrapper.returns != lowered.outputs:
+        raise LoweringError(f"Inductor's call returns {wrapper.returns} tensors where the reference "
+                            f"returns {lowered.outputs} (outputs that alias inputs are not supported)")
+    _check_helpers(wrapper)
+    pieces = ["runtime", *sorted({EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY
+                                  and _available(EXTERN_LIBRARY[e])})]
+    split = [_piece(p) for p in pieces]
+    library = _library_notes(wrapper)
+    parts = [_docstring(lowered, wrapper, library, title), _IMPORTS.format(
+        nn="import torch.nn as nn\n" if entry.kernelbench else ""),
+        "# --- knobs ---\n" + "".join(k for k, _ in split) + "# --- end ---\n"]
+    parts += [code for _, code in split]
+    parts.append(_externs(wrapper.externs))
+    parts += [k.source for k in wrapper.kernels]
+    parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r})"
+                            for k in wrapper.kernels))
+    parts.append("def _inductor_call(args):\n" + textwrap.indent(wrapper.body, "    "))
+    parts.append(_arg_builder(lowered))
+    parts.append(_entry(entry, lowered))
+    text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
+    return Assembly(text=text, kernels=tuple(k.name for k in wrapper.kernels), library=library,
+                    fallbacks=wrapper.fallbacks)
+
+
+def _check_helpers(wrapper: Wrapper) -> None:
+    """Every device helper the kernels call must exist in forge's runtime."""
+    have = set(re.findall(r"^def (_th_\w+)\(", library_source("runtime"), re.M))
+    for k in wrapper.kernels:
+        missing = sorted(set(re.findall(r"\b(_th_\w+)\(", k.source)) - have)
+        if missing:
+            raise LoweringError(f"kernel {k.name} calls Inductor's helper {missing[0][4:]}, which "
+                                "forge's runtime does not provide")
+
+
+def _available(name: str) -> bool:
+    try:
+        library_source(name)
+    except (FileNotFoundError, OSError):
+        return False
+    return True
+
+
+def _library_notes(wrapper: Wrapper) -> tuple[str, ...]:
+    """Parts computed by a library rather than by a Triton kernel of the candidate."""
+    notes = [f"aten.{op} (eager PyTorch: Inductor did not lower it)" for op in wrapper.fallbacks]
+    for e in wrapper.externs:
+        lib = EXTERN_LIBRARY.get(e)
+        if lib is None or not _available(lib):
+            notes.append(f"{e} (PyTorch library call: forge has no Triton kernel for it yet)")
+    return tuple(notes)
+
+
+_IMPORTS = """import math
+
+import torch
+{nn}import triton
+import triton.language as tl
+tl_math = tl.math
+aten = torch.ops.aten
+inf, nan = math.inf, math.nan
+"""
+
+
+def _docstring(lowered: Lowered, wrapper: Wrapper, library: tuple[str, ...], title: str) -> str:
+    lines = [title or "A candidate generated by forge's built-in agent.", "",
+             f"Kernels: Triton, from TorchInductor's code generation (torch {lowered.torch_version}),",
+             "launched by forge's runtime with the block sizes in the knob block below.",
+             f"Kernels: {', '.join(k.name for k in wrapper.kernels) or 'none'}."]
+    if library:
+        lines += ["Library parts: " + "; ".join(library) + "."]
+    body = "\n".join(textwrap.fill(line, 96) if line else "" for line in lines)
+    return f'"""{body}\n"""'
+
+
+def _externs(names: tuple[str, ...]) -> str:
+    """The extern_kernels namespace Inductor's body calls: forge's Triton kernels (through an
+    adapter from the custom op's argument order) or, where forge has none, PyTorch."""
+    defs, rows = [], []
+    for name in names:
+        lib = EXTERN_LIBRARY.get(name)
+        text = _LIB_ADAPTER.get(name) if lib and _available(lib) else _TORCH_FALLBACK.get(name)
+        if text is None:
+            raise LoweringError(f"Inductor calls the library kernel {name}, which forge cannot "
+                                "provide in a standalone candidate")
+        defs.append(text)
+        rows.append(f"    {name} = staticmethod(_lib_{name})")
+    return "".join(defs) + "\n\nclass extern_kernels:\n" + ("\n".join(rows) or "    pass") + "\n"
+
+
+_LIB_ADAPTER = {
+    "mm": "\ndef _lib_mm(a, b):\n    return mm(a, b)\n",
+    "bmm": "\ndef _lib_bmm(a, b):\n    return bmm(a, b)\n",
+    "addmm": ("\ndef _lib_addmm(bias, a, b, beta=1, alpha=1):\n"
+              "    return addmm(bias, a, b, alpha=alpha, beta=beta)\n"),
+    "baddbmm": ("\ndef _lib_baddbmm(bias, a, b, beta=1, alpha=1):\n"
+                "    return baddbmm(bias, a, b, alpha=alpha, beta=beta)\n"),
+    "convolution": ("\ndef _lib_convolution(x, w, bias, stride, padding, dilation, transposed,"
+                    " output_padding, groups):\n    return convolution(x, w, bias, stride, "
+                    "padding, dilation, transposed, output_padding, groups)\n"),
+}
+"""forge's library kernels behind the ``forge_lib`` custom ops' argument order."""
+_TORCH_FALLBACK = {
+    "mm": "\ndef _lib_mm(a, b):\n    return torch.mm(a, b)\n",
+    "bmm": "\ndef _lib_bmm(a, b):\n    return torch.bmm(a, b)\n",
+    "addmm": ("\ndef _lib_addmm(bias, a, b, beta=1, alpha=1):\n"
+              "    return torch.addmm(bias, a, b, alpha=alpha, beta=beta)\n"),
+    "baddbmm": ("\ndef _lib_baddbmm(bias, a, b, beta=1, alpha=1):\n"
+                "    return torch.baddbmm(bias, a, b, alpha=alpha, beta=beta)\n"),
+    "convolution": ("\ndef _lib_convolution(x, w, bias, stride, padding, dilation, transposed,"
+                    " output_padding, groups):\n    return torch.convolution(x, w, bias, stride, "
+                    "padding, dilation, transposed, output_padding, groups)\n"),
+}
+"""PyTorch for the library parts forge has no Triton kernel for (said in the candidate)."""
+
+
+def _arg_builder(lowered: Lowered) -> str:
+    items = ",\n        ".join(a.expression("flat") for a in lowered.args)
+    return f"def _inductor_args(flat):\n    return [\n        {items},\n    ]\n"
+
+
+def _entry(entry: Entry, lowered: Lowered) -> str:
+    finish = "outs[0]" if lowered.single else "tuple(outs)"
+    if not entry.kernelbench:
+        params = ", ".join(entry.params)
+        return (f"def run({params}):\n    flat = [{params}]\n    _rt_bind_device(flat)\n"
+                f"    outs = _inductor_call(_inductor_args(flat))\n    return {finish}\n")
+    init = textwrap.indent(textwrap.dedent(entry.init_source), "    ")
+    init = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", init)
+    imports = "\n".join(entry.imports)
+    return (f"{imports}\n\n\nclass ModelNew(nn.Module):\n{init}\n\n"
+            "    def forward(self, *inputs):\n"
+            "        flat = [t for _, t in self.named_parameters()]\n"
+            "        flat += [t for _, t in self.named_buffers()]\n"
+            "        flat += list(inputs)\n        _rt_bind_device(flat)\n"
+            f"        outs = _inductor_call(_inductor_args(flat))\n        return {finish}\n")

@@ -1,0 +1,65 @@
+"""Small example arguments for tracing and lowering a reference (CPU, never a GPU size).
+
+The example workload is the task's first smoke workload (else its smallest) with every
+axis that is 1 raised to 2 where the axis allows it: lowering with dynamic shapes would
+otherwise fix that size at 1 in the generated kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from forgekernel.records import TaskSpec, TensorSpec, Workload
+from forgekernel.task import load_module, numel, shape_of
+
+
+def example_workload(task: TaskSpec) -> Workload:
+    """The workload the reference is traced at (see the module docstring)."""
+    pool = task.smoke_workloads() or task.workloads
+    base = min(pool, key=lambda w: sum(numel(shape_of(s, w.axes)) for s in task.inputs.values()))
+    axes = dict(base.axes)
+    for name, value in axes.items():
+        spec = task.axes[name]
+        if value == 1 and 2 >= spec.min and (spec.max is None or spec.max >= 2) \
+                and 2 % spec.multiple_of == 0:
+            axes[name] = 2
+    return Workload(axes=axes, smoke=True)
+
+
+def draw(spec: TensorSpec, shape: tuple[int, ...], gen: Any) -> Any:
+    """A CPU tensor drawn like the judge draws the input (values matter little here)."""
+    import torch
+
+    dtype = getattr(torch, spec.dtype)
+    dist = spec.dist
+    if spec.dtype == "bool":
+        return torch.randint(0, 2, shape, generator=gen).to(torch.bool)
+    if not dtype.is_floating_point or dist.kind == "randint":
+        low = int(dist.low) if dist.low is not None else 0
+        high = int(dist.high) if dist.high is not None else 128
+        return torch.randint(low, high, shape, generator=gen, dtype=torch.int64).to(dtype)
+    if dist.kind == "normal":
+        return (torch.randn(shape, generator=gen) * dist.std + dist.mean).to(dtype)
+    low = dist.low if dist.low is not None else (0.5 if dist.kind == "positive" else 0.0)
+    high = dist.high if dist.high is not None else (1.5 if dist.kind == "positive" else 1.0)
+    return (torch.rand(shape, generator=gen) * (high - low) + low).to(dtype)
+
+
+def forge_inputs(task: TaskSpec, module: Any, workload: Workload, seed: int = 0) -> list[Any]:
+    """Inputs of a forge task at ``workload`` on the CPU (make_inputs when the task has one)."""
+    import torch
+
+    make = getattr(module, "make_inputs", None)
+    if make is not None:
+        return [t.cpu() if isinstance(t, torch.Tensor) else t for t in make(dict(workload.axes), seed)]
+    gen = torch.Generator().manual_seed(seed)
+    return [draw(s, shape_of(s, workload.axes), gen) for s in task.inputs.values()]
+
+
+def reference_function(task: TaskSpec) -> tuple[Callable[..., Any], Any]:
+    """The reference as a function of its flat arguments, and its module."""
+    from pathlib import Path
+
+    module = load_module(Path(task.root) / "reference.py", name=f"_fk_generate_{abs(hash(task.root)):x}")
+    return module.run, module

@@ -1,0 +1,239 @@
+"""Lower a reference through TorchInductor's Triton code generation, ahead of time.
+
+:func:`lower` traces ``fn`` with ``torch.compile(dynamic=True, fullgraph=True)`` on small
+example arguments and hands the graph to Inductor configured for Triton code (the
+``cpu_backend = "triton"`` path, so no GPU is needed), with every size symbolic: the kernels
+it writes take their sizes as arguments and serve any workload. Inductor's own wrapper
+module is captured as text before Inductor would compile and load it, together with what
+each argument of its ``call(args)`` is (an input tensor, or a size or stride of one). Nothing
+of Inductor runs later: :mod:`forgekernel.generate.assemble` turns the text into a
+standalone candidate.
+
+The Triton compiler needs an active driver to hash its target even when only source is
+written; a driver that only names the target (sm_90, cross-compiling) is made active for
+the duration of the lowering and the previous one restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from forgekernel.errors import ForgeError
+
+INDUCTOR_CONFIG = {
+    "cpu_backend": "triton",
+    "fx_graph_cache": False,
+    "triton.persistent_reductions": False,  # the R block becomes a launch knob: any row length
+    "triton.cooperative_reductions": False,  # plain 1-D/2-D grids only
+    "combo_kernels": False,
+    "triton.autotune_pointwise": False,
+    "freezing": False,
+    "online_softmax": False,  # plain max/sum reductions instead of online-softmax helpers
+}
+"""Inductor settings for kernels a standalone launcher can drive at any size."""
+
+
+class LoweringError(ForgeError, RuntimeError):
+    """The reference could not be traced or lowered; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ArgSource:
+    """One argument of Inductor's ``call(args)``: ``kind`` tensor, size, stride, offset or value
+    of the traced function's flat argument ``index`` (``dim`` for sizes and strides)."""
+
+    kind: str
+    index: int
+    dim: int | None = None
+
+    def expression(self, flat: str) -> str:
+        """Python text computing this argument from the list named ``flat``."""
+        base = f"{flat}[{self.index}]"
+        if self.kind == "size":
+            return f"{base}.size({self.dim})"
+        if self.kind == "stride":
+            return f"{base}.stride({self.dim})"
+        if self.kind == "offset":
+            return f"{base}.storage_offset()"
+        return base
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """Inductor's wrapper module text and the meaning of each ``call(args)`` argument."""
+
+    code: str
+    args: tuple[ArgSource, ...]
+    outputs: int
+    """How many tensors the traced function returns (a single tensor counts 1)."""
+    single: bool
+    """True when the function returns one tensor rather than a tuple."""
+    torch_version: str
+
+
+LIBRARY_NAMESPACE = "forge_lib"
+"""Custom ops standing in for library parts during lowering (Inductor keeps them opaque, so
+their shapes stay symbolic and no device-specific layout is chosen around them)."""
+_REGISTERED: list[Any] = []
+
+
+_LIBRARY_SCHEMAS = {
+    "convolution": ("(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+                    "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor"),
+    "mm": "(Tensor a, Tensor b) -> Tensor",
+    "bmm": "(Tensor a, Tensor b) -> Tensor",
+    "addmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
+    "baddbmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
+}
+"""The library ops forge implements in Triton, as custom-op schemas."""
+
+
+def _aten_call(name: str) -> Callable[..., Any]:
+    import torch
+
+    aten = getattr(torch.ops.aten, name).default
+    if name == "convolution":
+        return lambda *a: aten(*a)
+    if name in ("addmm", "baddbmm"):
+        return lambda bias, a, b, beta, alpha: aten(bias, a, b, beta=beta, alpha=alpha)
+    return lambda *a: aten(*a)
+
+
+def _register(name: str) -> Any:
+    import torch
+
+    compute = _aten_call(name)
+    op = torch.library.custom_op(f"{LIBRARY_NAMESPACE}::{name}", mutates_args=(),
+                                 schema=_LIBRARY_SCHEMAS[name])(
+        lambda *a: compute(*a).contiguous())
+
+    def fake(*a: Any) -> Any:
+        out = compute(*a)
+        return torch.empty(out.shape, dtype=out.dtype, device=out.device)
+
+    op.register_fake(fake)
+    return op
+
+
+def _library_ops() -> dict[Any, Callable[..., Any]]:
+    """Decompositions routing aten ops forge implements itself to ``forge_lib`` custom ops."""
+    import torch
+
+    if not _REGISTERED:
+        _REGISTERED.append({name: _register(name) for name in _LIBRARY_SCHEMAS})
+    ops = _REGISTERED[0]
+    aten = torch.ops.aten
+    return {
+        aten.convolution.default: lambda x, w, bias, stride, padding, dilation, transposed, opad,
+        groups: ops["convolution"](x, w, bias, list(stride), list(padding), list(dilation),
+                                   bool(transposed), list(opad), int(groups)),
+        aten.mm.default: lambda a, b: ops["mm"](a, b),
+        aten.bmm.default: lambda a, b: ops["bmm"](a, b),
+        aten.addmm.default: lambda bias, a, b, beta=1, alpha=1: ops["addmm"](bias, a, b, beta, alpha),
+        aten.baddbmm.default: lambda bias, a, b, beta=1, alpha=1: ops["baddbmm"](bias, a, b, beta,
+                                                                                  alpha),
+    }
+
+
+class _CrossDriver:
+    """A Triton driver that only names its target: code generation, never execution."""
+
+    def __init__(self, arch: int, warp: int = 32) -> None:
+        from triton.backends.compiler import GPUTarget
+
+        self.target = GPUTarget("cuda", arch, warp)
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+    def is_active(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def _codegen_only(arch: int) -> Iterator[list[str]]:
+    """Inductor configured for standalone Triton code; yields the list the code lands in."""
+    import torch
+    import torch._inductor.config as icfg
+    import torch.fx.experimental._config as fxcfg
+    from torch._inductor.graph import GraphLowering
+    from triton.runtime.driver import driver
+
+    codes: list[str] = []
+    previous = dict(vars(driver))  # whatever this Triton version keeps (lazily made drivers)
+    saved = GraphLowering.save_output_code
+    driver.set_active(_CrossDriver(arch))
+    GraphLowering.save_output_code = staticmethod(codes.append)
+    torch._dynamo.reset()
+    try:
+        with icfg.patch(INDUCTOR_CONFIG), fxcfg.patch(use_duck_shape=False), torch.no_grad():
+            yield codes
+    finally:
+        GraphLowering.save_output_code = saved
+        vars(driver).clear()
+        vars(driver).update(previous)
+        torch._dynamo.reset()
+
+
+def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90) -> Lowered:
+    """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic)."""
+    import warnings
+
+    import torch
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.decomposition import select_decomp_table
+
+    sources: list[Any] = []
+    failures: list[BaseException] = []
+
+    def backend(gm: Any, inputs: list[Any]) -> Callable[..., Any]:
+        sources[:] = [n.meta["grapharg"].source for n in gm.graph.nodes if n.op == "placeholder"]
+        try:
+            decompositions = {**select_decomp_table(), **_library_ops()}
+            compile_fx(gm, inputs, decompositions=decompositions)  # only its code is kept
+        except Exception as exc:  # the module load compiles for a device this process lacks
+            failures.append(exc)
+        return gm.forward  # the trace itself runs eagerly
+
+    def traced(*flat: Any) -> Any:
+        return fn(*flat)
+
+    with _codegen_only(arch) as codes, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)
+        except Exception as exc:  # graph breaks, unsupported ops: one line for the plan
+            raise LoweringError(f"TorchInductor could not trace the reference: {_first_line(exc)}") from None
+    if not codes:
+        why = f": {_first_line(failures[-1])}" if failures else " (nothing to compute?)"
+        raise LoweringError(f"TorchInductor produced no code for the reference{why}")
+    single = isinstance(out, torch.Tensor)
+    count = 1 if single else len(out) if isinstance(out, (tuple, list)) else 0
+    return Lowered(code=codes[-1], args=tuple(_arg_source(s) for s in sources), outputs=count,
+                   single=single, torch_version=torch.__version__)
+
+
+def _arg_source(source: Any) -> ArgSource:
+    """Map a dynamo placeholder source onto the traced function's flat arguments."""
+    prop = getattr(source, "prop", None)
+    if prop is not None:
+        kind = {"SIZE": "size", "STRIDE": "stride", "STORAGE_OFFSET": "offset"}[prop.name]
+        return ArgSource(kind, _flat_index(source.base), getattr(source, "idx", None))
+    return ArgSource("value", _flat_index(source))
+
+
+def _flat_index(source: Any) -> int:
+    index = getattr(source, "index", None)
+    if isinstance(index, int) and getattr(getattr(source, "base", None), "local_name", None) == "flat":
+        return index
+    raise LoweringError(f"TorchInductor asked for an argument forge cannot map: {source}")
+
+
+def _first_line(exc: BaseException) -> str:
+    for line in str(exc).strip().splitlines():
+        if line.strip():
+            return f"{type(exc).__name__}: {line.strip()[:300]}"
+    return type(exc).__name__

@@ -1,0 +1,374 @@
+"""forge's launch runtime for kernels written by TorchInductor's Triton code generation.
+
+Pasted by forgekernel.generate.assemble into a generated candidate (which must not import
+forgekernel). It launches each Triton kernel with block sizes and warps chosen here from
+the kernel's kind, Inductor's reduction hint and the sizes of this call (the knobs below
+are what forge's search tunes), provides the few helpers Inductor's wrapper code calls
+(buffer allocation on the inputs' device, strided views), and, under the Triton CPU
+interpreter only, elementwise math that libdevice would give on a GPU.
+"""
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+# --- knobs ---
+RT_PW_BLOCK = 1024
+RT_PW_WARPS = 4
+RT_TILE_X = 64
+RT_TILE_Y = 32
+RT_TILE_WARPS = 4
+RT_RED_RBLOCK = 2048
+RT_RED_TILE = 4096
+RT_RED_OUTER_XBLOCK = 64
+RT_RED_OUTER_RBLOCK = 8
+RT_RED_WARPS = 8
+# --- end ---
+
+_RT_GRID_Y_MAX = 65535
+_RT_INT32_MAX = 2**31 - 1
+
+
+@triton.jit
+def _rt_probe():
+    pass
+
+
+RT_INTERPRET = type(_rt_probe).__name__ == "InterpretedFunction"
+"""True under TRITON_INTERPRET=1 (the CPU interpreter): libdevice is emulated below."""
+
+
+def _rt_pow2(n):
+    n = max(int(n), 1)
+    return 1 << (n - 1).bit_length()
+
+
+def _rt_clamp_pow2(n, cap):
+    return max(1, min(_rt_pow2(n), _rt_pow2(cap)))
+
+
+def _rt_reduction_blocks(hint, x, r):
+    """(XBLOCK, R0_BLOCK, warps) for a looped reduction of x rows of length r."""
+    if hint == "OUTER":
+        xb, rb = _rt_clamp_pow2(x, RT_RED_OUTER_XBLOCK), _rt_clamp_pow2(r, RT_RED_OUTER_RBLOCK)
+    elif hint == "OUTER_TINY":
+        xb, rb = _rt_clamp_pow2(x, RT_RED_OUTER_XBLOCK), _rt_clamp_pow2(r, 64)
+    else:
+        rb = _rt_clamp_pow2(r, RT_RED_RBLOCK)
+        xb = _rt_clamp_pow2(x, max(1, RT_RED_TILE // rb))
+    warps = max(1, min(RT_RED_WARPS, (xb * rb) // 256))
+    return xb, rb, _rt_pow2(warps)
+
+
+def _rt_pointwise_blocks(consts, sizes):
+    """Block sizes and warps of a pointwise kernel (1-D, or 2-D/3-D tiled)."""
+    meta = {}
+    x = sizes.get("xnumel", 1)
+    if "YBLOCK" not in consts:
+        meta["XBLOCK"] = _rt_clamp_pow2(x, RT_PW_BLOCK)
+        return meta, RT_PW_WARPS
+    meta["XBLOCK"] = _rt_clamp_pow2(x, RT_TILE_X)
+    y = sizes.get("ynumel", 1)
+    yb = _rt_clamp_pow2(y, RT_TILE_Y)
+    while triton.cdiv(y, yb) > _RT_GRID_Y_MAX:
+        yb *= 2
+    meta["YBLOCK"] = yb
+    if "ZBLOCK" in consts:
+        meta["ZBLOCK"] = 1
+    return meta, RT_TILE_WARPS
+
+
+# ------------------------------------------------------------------ device helpers
+# What Inductor's kernels call as ``triton_helpers.X``: the assembler renames those calls
+# to ``_th_X``. NaN-propagating min/max as PyTorch's, Welford variance, floor division and
+# remainder with Python's signs, arg-min/max with the lowest index on ties.
+
+
+@triton.jit
+def _th_maximum(a, b):
+    if a.dtype.is_floating():
+        return tl.where((a > b) | (a != a), a, b)
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _th_minimum(a, b):
+    if a.dtype.is_floating():
+        return tl.where((a < b) | (a != a), a, b)
+    return tl.minimum(a, b)
+
+
+@triton.jit
+def _th_max2(a, dim):
+    return tl.reduce(a, dim, _th_maximum)
+
+
+@triton.jit
+def _th_min2(a, dim):
+    return tl.reduce(a, dim, _th_minimum)
+
+
+@triton.jit
+def _th_or(a, b):
+    return a | b
+
+
+@triton.jit
+def _th_any(a, dim):
+    return tl.reduce(a, dim, _th_or)
+
+
+@triton.jit
+def _th_mul(a, b):
+    return a * b
+
+
+@triton.jit
+def _th_prod(a, dim):
+    return tl.reduce(a, dim, _th_mul)
+
+
+@triton.jit
+def _th_promote_to_tensor(x):
+    return x + tl.zeros((1,), tl.int1)
+
+
+@triton.jit
+def _th_maximum_with_index(a_value, a_index, b_value, b_index):
+    mask = a_value > b_value
+    equal = a_value == b_value
+    if a_value.dtype.is_floating():
+        a_nan = a_value != a_value
+        b_nan = b_value != b_value
+        mask |= a_nan & (b_nan == 0)
+        equal |= a_nan & b_nan
+    mask |= equal & (a_index < b_index)
+    return tl.where(mask, a_value, b_value), tl.where(mask, a_index, b_index)
+
+
+@triton.jit
+def _th_minimum_with_index(a_value, a_index, b_value, b_index):
+    mask = a_value < b_value
+    equal = a_value == b_value
+    if a_value.dtype.is_floating():
+        a_nan = a_value != a_value
+        b_nan = b_value != b_value
+        mask |= a_nan & (b_nan == 0)
+        equal |= a_nan & b_nan
+    mask |= equal & (a_index < b_index)
+    return tl.where(mask, a_value, b_value), tl.where(mask, a_index, b_index)
+
+
+@triton.jit
+def _th_max_with_index(value, index, dim):
+    return tl.reduce((value, index), dim, _th_maximum_with_index)
+
+
+@triton.jit
+def _th_min_with_index(value, index, dim):
+    return tl.reduce((value, index), dim, _th_minimum_with_index)
+
+
+@triton.jit
+def _th_welford_reduce(value, mean, m2, weight, first_iteration):
+    if first_iteration:
+        new_weight = tl.full(weight.shape, 1, weight.dtype)
+        new_mean = value
+        new_m2 = tl.zeros_like(m2)
+    else:
+        delta = value - mean
+        new_weight = weight + 1
+        new_mean = mean + delta / new_weight
+        new_m2 = m2 + delta * (value - new_mean)
+    return new_mean, new_m2, new_weight
+
+
+@triton.jit
+def _th_welford_combine(mean_1, m2_1, weight_1, mean_2, m2_2, weight_2):
+    delta = mean_2 - mean_1
+    new_weight = weight_1 + weight_2
+    share = tl.where(new_weight == 0.0, 0.0, weight_2 / new_weight)
+    return mean_1 + delta * share, m2_1 + m2_2 + delta * delta * weight_1 * share, new_weight
+
+
+@triton.jit
+def _th_welford(mean, m2, weight, dim):
+    return tl.reduce((mean, m2, weight), dim, _th_welford_combine)
+
+
+@triton.jit
+def _th_div_floor_integer(a, b):
+    quot = a // b
+    rem = a % b
+    return tl.where((rem != 0) & ((rem < 0) != (b < 0)), quot - 1, quot)
+
+
+@triton.jit
+def _th_remainder_integer(a, b):
+    rem = a % b
+    return tl.where((rem != 0) & ((rem < 0) != (b < 0)), rem + b, rem)
+
+
+@triton.jit
+def _th_select_one(x, mask, dim, keep_dims=False):
+    picked = tl.where(mask, x, tl.zeros_like(x))
+    return tl.sum(picked, dim, keep_dims=keep_dims)
+
+
+class _RtLaunch:
+    """One Inductor kernel: computes its launch from the call's sizes, then launches it."""
+
+    def __init__(self, fn, kind, signature, hint):
+        self.fn, self.kind, self.hint = fn, kind, hint
+        self.params = [k for k, v in signature.items() if v != "constexpr"]
+        self.consts = [k for k, v in signature.items() if v == "constexpr"]
+
+    def run(self, *args, stream=None):
+        sizes = dict(zip(self.params, args, strict=False))
+        if "R0_BLOCK" in self.consts:
+            xb, rb, warps = _rt_reduction_blocks(self.hint, sizes.get("xnumel", 1),
+                                                 sizes.get("r0_numel", 1))
+            meta = {"R0_BLOCK": rb}
+            if "XBLOCK" in self.consts:
+                meta["XBLOCK"] = xb
+        else:
+            meta, warps = _rt_pointwise_blocks(self.consts, sizes)
+        grid = (triton.cdiv(sizes.get("xnumel", 1), meta.get("XBLOCK", 1)),
+                triton.cdiv(sizes.get("ynumel", 1), meta.get("YBLOCK", 1)),
+                triton.cdiv(sizes.get("znumel", 1), meta.get("ZBLOCK", 1)))
+        for value in args:
+            if isinstance(value, torch.Tensor) and value.untyped_storage().nbytes() // max(
+                    value.element_size(), 1) > _RT_INT32_MAX:
+                raise ValueError("this kernel was generated with 32-bit indexing; a tensor of "
+                                 "more than 2**31 elements needs a 64-bit variant")
+        self.fn[grid](*args, num_warps=warps, **meta)
+
+
+_RT_DEVICE = ["cpu"]
+
+
+def _rt_empty(size, stride, dtype=None, device=None):
+    return torch.empty_strided(size, stride, dtype=dtype, device=_RT_DEVICE[0])
+
+
+def _rt_bind_device(flat):
+    """Allocate the call's buffers where its first tensor argument lives."""
+    for value in flat:
+        if isinstance(value, torch.Tensor):
+            _RT_DEVICE[0] = value.device
+            return
+
+
+def reinterpret_tensor(t, size, stride, offset):
+    return t.as_strided(size, stride, t.storage_offset() + offset)
+
+
+def assert_size_stride(t, size, stride, where=None):
+    if tuple(t.shape) != tuple(size):
+        raise ValueError(f"{where or 'argument'} has shape {tuple(t.shape)}, expected {tuple(size)}")
+    for dim, (have, want) in enumerate(zip(t.stride(), stride, strict=True)):
+        if t.shape[dim] > 1 and have != want:
+            raise ValueError(f"{where or 'argument'} has strides {t.stride()}, expected {tuple(stride)} "
+                             "(the generated kernels assume this layout)")
+
+
+def assert_alignment(t, alignment, where=None):
+    pass
+
+
+def get_raw_stream(index):
+    return 0
+
+
+def device(type=None, index=None):
+    return _RT_DEVICE[0]
+
+
+empty_strided_cpu = empty_strided_cuda = empty_strided = _rt_empty
+
+
+# ------------------------------------------------------------------ libdevice on the CPU
+
+
+def _rt_wrap(data, like, dtype=None):
+    from triton.runtime.interpreter import TensorHandle
+
+    scalar = dtype if dtype is not None else like.dtype
+    handle = TensorHandle(data, scalar)
+    shape = list(data.shape)
+    ty = tl.block_type(scalar, shape) if shape else scalar
+    return tl.core.tensor(handle, ty)
+
+
+def _rt_np(x):
+    import numpy as np
+
+    if isinstance(x, tl.core.tensor):
+        return x.handle.data
+    return np.asarray(x)
+
+
+def _rt_unary(fn, out_bool=False):
+    def apply(x):
+        import numpy as np
+
+        data = _rt_np(x)
+        with np.errstate(all="ignore"):
+            out = fn(data)
+        if out_bool:
+            return _rt_wrap(out.astype(np.bool_), x, tl.int1)
+        return _rt_wrap(out.astype(data.dtype), x)
+    return apply
+
+
+def _rt_binary(fn):
+    def apply(x, y):
+        import numpy as np
+
+        a, b = _rt_np(x), _rt_np(y)
+        like = x if isinstance(x, tl.core.tensor) else y
+        with np.errstate(all="ignore"):
+            out = fn(a, b)
+        return _rt_wrap(out.astype(_rt_np(like).dtype), like)
+    return apply
+
+
+def _rt_vectorize(fn):
+    import numpy as np
+
+    return np.vectorize(fn, otypes=[np.float64])
+
+
+def _rt_interpret_libdevice():
+    """The libdevice functions Inductor emits, computed with NumPy under the interpreter."""
+    import types
+
+    import numpy as np
+
+    unary = {"exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log,
+             "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
+             "rsqrt": lambda v: 1.0 / np.sqrt(v), "tanh": np.tanh, "sin": np.sin,
+             "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+             "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+             "acosh": np.arccosh, "atanh": np.arctanh, "floor": np.floor, "ceil": np.ceil,
+             "trunc": np.trunc, "nearbyint": np.rint, "rint": np.rint, "round": np.round,
+             "abs": np.abs, "fabs": np.abs, "erf": _rt_vectorize(math.erf),
+             "erfc": _rt_vectorize(math.erfc), "lgamma": _rt_vectorize(math.lgamma),
+             "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)), "cbrt": np.cbrt, "llrint": np.rint}
+    funcs = {name: _rt_unary(fn) for name, fn in unary.items()}
+    funcs.update({name: _rt_unary(fn, out_bool=True) for name, fn in {
+        "isnan": np.isnan, "isinf": np.isinf, "signbit": np.signbit,
+        "isfinited": np.isfinite}.items()})
+    funcs.update({name: _rt_binary(fn) for name, fn in {
+        "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod, "hypot": np.hypot,
+        "copysign": np.copysign, "nextafter": np.nextafter, "fmax": np.fmax, "fmin": np.fmin,
+        "remainder": np.remainder}.items()})
+    return types.SimpleNamespace(**funcs)
+
+
+if RT_INTERPRET:
+    libdevice = _rt_interpret_libdevice()
+else:
+    from triton.language.extra import libdevice  # noqa: F401

@@ -1,0 +1,91 @@
+"""Lower reference functions through Inductor, assemble candidates, run them at other shapes.
+
+Run as a script under TRITON_INTERPRET=1 (tests/test_generate.py does): for each named
+case it lowers the reference at its example shapes, writes the candidate, imports it, and
+prints one JSON line per shape with the largest error against the reference in float64.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from forgekernel.generate.assemble import Entry, render
+from forgekernel.generate.inductor import lower
+
+
+def _rand(*shape):
+    return torch.randn(*shape)
+
+
+CASES = {
+    # name: (function, parameter names, example args maker, shapes to check: args makers)
+    "pointwise": (lambda x, y: F.gelu(x) * torch.sigmoid(y) + x, ("x", "y"),
+                  lambda m, n: (_rand(m, n), _rand(m, n)), [(3, 5), (1, 1), (7, 130)]),
+    "broadcast": (lambda x, b: torch.tanh(x + b) * 0.5, ("x", "b"),
+                  lambda m, n: (_rand(m, n), _rand(n)), [(4, 6), (1, 9), (33, 17)]),
+    "softmax3d": (lambda x: torch.softmax(x, dim=-1), ("x",),
+                  lambda m, n: (_rand(2, m, n),), [(3, 10), (1, 1), (5, 300)]),
+    "outer": (lambda x: (x.sum(0), x.amax(0)), ("x",),
+              lambda m, n: (_rand(m, n),), [(6, 4), (1, 3), (70, 9)]),
+    "varmean": (lambda x: F.layer_norm(x, x.shape[-1:]), ("x",),
+                lambda m, n: (_rand(m, n),), [(3, 16), (2, 1), (9, 77)]),
+    "argmax": (lambda x: torch.argmax(x, dim=1), ("x",),
+               lambda m, n: (_rand(m, n),), [(4, 7), (1, 1), (12, 100)]),
+    "scan": (lambda x: (torch.cumsum(x, 1), torch.cumprod(x * 0.1 + 1, 1)), ("x",),
+             lambda m, n: (_rand(m, n),), [(3, 8), (1, 1), (5, 61)]),
+    "gather": (lambda x, i: x.gather(1, i) * 2, ("x", "i"),
+               lambda m, n: (_rand(m, n), torch.randint(0, n, (m, 3))), [(4, 6), (1, 2), (9, 40)]),
+    "transpose": (lambda x: x.t().contiguous() * 3, ("x",),
+                  lambda m, n: (_rand(m, n),), [(5, 9), (1, 4), (67, 33)]),
+    "linear_relu": (lambda x, w, b: torch.relu(F.linear(x, w, b)), ("x", "w", "b"),
+                    lambda m, n: (_rand(m, n), _rand(n + 3, n), _rand(n + 3)),
+                    [(4, 8), (1, 2), (17, 30)]),
+    "conv_relu": (lambda x, w: torch.relu(F.conv2d(x, w, padding=1)), ("x", "w"),
+                  lambda m, n: (_rand(2, m, n, n), _rand(4, m, 3, 3)), [(3, 6), (2, 3), (5, 11)]),
+}
+
+
+def _outs(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _error(got, want) -> float:
+    worst = 0.0
+    for g, w in zip(_outs(got), _outs(want), strict=True):
+        if g.shape != w.shape:
+            return float("inf")
+        w64 = w.double()
+        scale = float(w64.abs().max()) + 1e-6
+        worst = max(worst, float((g.double() - w64).abs().max()) / scale)
+    return worst
+
+
+def check(name: str, out: Path) -> None:
+    fn, params, make, shapes = CASES[name]
+    torch.manual_seed(0)
+    example = list(make(*shapes[0]))
+    lowered = lower(fn, example)
+    asm = render(lowered, Entry(params=params))
+    path = out / f"{name}.py"
+    path.write_text(asm.text)
+    spec = importlib.util.spec_from_file_location(f"gen_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for shape in shapes:
+        args = list(make(*shape))
+        row = {"case": name, "shape": list(shape), "kernels": len(asm.kernels),
+               "library": list(asm.library), "err": _error(module.run(*args), fn(*args))}
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in sys.argv[1:]:
+            check(case, Path(tmp))

@@ -1,0 +1,122 @@
+"""Candidates generated from the reference: classification, lowering, assembly, the judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forgekernel.generate import classify
+from forgekernel.generate.assemble import Entry, parse, render
+from forgekernel.generate.inductor import LoweringError, lower
+
+REPO = Path(__file__).resolve().parents[1]
+CHECK = REPO / "tests" / "generate_check.py"
+FIXTURES = REPO / "tests" / "fixtures" / "generated"
+
+
+@pytest.mark.parametrize(("ops", "kind"), [
+    ({"relu": 1, "mul": 2, "view": 1}, "pointwise"),
+    ({"amax": 1, "sub": 1, "exp": 1, "sum": 1, "div": 1}, "softmax"),
+    ({"_softmax": 1}, "softmax"),
+    ({"mean": 1, "pow": 1, "rsqrt": 1, "mul": 2}, "normalisation"),
+    ({"sum": 1}, "reduction"),
+    ({"cumsum": 1}, "scan"),
+    ({"addmm": 1}, "matmul"),
+    ({"addmm": 1, "relu": 1}, "matmul with epilogue"),
+    ({"convolution": 1, "relu": 1, "add": 1}, "convolution with epilogue"),
+    ({"convolution": 1, "native_group_norm": 1}, "mixture"),
+    ({"view": 2, "clone": 1}, "data movement"),
+])
+def test_classify_names_the_operator_class(ops, kind):
+    assert classify.classify(ops).kind == kind
+
+
+def test_trace_reads_the_graph_not_the_name():
+    import torch
+    import torch.nn.functional as F
+
+    x, w = torch.randn(4, 8), torch.randn(8)
+    assert classify.trace(lambda a: torch.softmax(a, -1), [x]).kind == "softmax"
+    norm = classify.trace(lambda a, b: F.rms_norm(a, (8,), b, 1e-6), [x, w])
+    assert norm.kind == "normalisation" and 1e-6 in norm.small_constants
+    assert classify.trace(lambda a: torch.cumsum(a, 1), [x]).kind == "scan"
+    dropout = classify.trace(lambda a: F.dropout(a, 0.5, training=True), [x])
+    assert dropout.random
+
+
+def _check(*cases: str) -> list[dict]:
+    env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.run([sys.executable, str(CHECK), *cases], capture_output=True, text=True,
+                          env=env, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
+    """Lowered once at small shapes, each candidate runs (CPU interpreter) at other shapes,
+    size 1 and odd sizes included, and matches the reference."""
+    cases = ("pointwise", "broadcast", "softmax3d", "outer", "varmean", "argmax", "scan",
+             "gather", "transpose", "linear_relu", "conv_relu")
+    rows = _check(*cases)
+    assert {r["case"] for r in rows} == set(cases)
+    for r in rows:
+        assert r["err"] < 1e-4, r
+        assert r["kernels"] >= 1, r
+
+
+def test_generated_candidate_passes_the_source_policy(tmp_path):
+    import torch
+
+    from forgekernel.judge import policy
+
+    lowered = lower(lambda x: torch.softmax(x * 2, -1).sum(0), [torch.randn(4, 6)])
+    asm = render(lowered, Entry(params=("x",)))
+    (tmp_path / "kernel.py").write_text(asm.text)
+    checked = policy.check_sources(tmp_path, ())
+    assert checked.syntax_error is None and checked.violations == []
+    assert set(asm.kernels) <= {k.removesuffix("_jit") for k in checked.own_kernels}
+
+
+def test_kernel_kinds_the_launcher_cannot_drive_are_one_line():
+    code = ("k0 = async_compile.triton('k0', '''\n@triton_heuristics.template(num_stages=3)\n"
+            "@triton.jit\ndef k0(a):\n    pass\n''', device_str='cpu')\n"
+            "def call(args):\n    return (args[0],)\n")
+    with pytest.raises(LoweringError, match="'template' kernel"):
+        parse(code)
+
+
+def test_untraceable_reference_is_a_lowering_error():
+    import torch
+
+    def data_dependent(x):
+        return x[: int(x.sum().item() > 0) + 1]
+
+    with pytest.raises(LoweringError, match="could not trace"):
+        lower(data_dependent, [torch.randn(4)])
+
+
+@pytest.mark.parametrize("name", ["rmsnorm_noweight", "gelu_colsum"])
+def test_builtin_m0_for_an_operator_without_template_passes_the_judge(name, tmp_path):
+    from forgekernel.agents.base import ArchitectContext, CoderContext
+    from forgekernel.agents.builtin import make_architect, make_coder
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    task = load_task(FIXTURES / name)
+    src = (FIXTURES / name / "reference.py").read_text()
+    plan = make_architect().plan(ArchitectContext(task=task, reference_source=src))
+    m0 = plan.curriculum.milestones[0]
+    assert m0.rows[0].params["template"] == "generated"
+    assert "traced:" in plan.notes
+    ctx = CoderContext(task=task, reference_source=src, workspace=tmp_path, curriculum=plan.curriculum,
+                       milestone=m0, row=m0.rows[0])
+    make_coder().implement(ctx)
+    verdict = judge(task, tmp_path, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback
+    assert any(w.hidden for w in verdict.workloads)
