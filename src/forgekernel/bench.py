@@ -1,0 +1,260 @@
+"""`forge bench`: `forge run` over many problems, resumable, with KernelBench's metrics.
+
+A bench dir holds ``bench.toml`` (the problems and the settings, fixed when it is made),
+``problems/<slug>/`` (the converted task, the run dir and the run's log) and
+``results.jsonl`` (one line per finished problem, appended and flushed). Re-running `forge
+bench` on the bench dir skips finished problems and resumes started runs. Each problem runs
+as its own `forge new` + `forge run` subprocess with a wall-clock limit, several at a time
+where the delivery allows. The summary (:mod:`forgekernel.bench_summary`) is rebuilt from
+``results.jsonl`` after every problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from forgekernel.errors import ForgeError
+
+BENCH_TOML, RESULTS = "bench.toml", "results.jsonl"
+
+
+class BenchError(ForgeError, ValueError):
+    """A bench that cannot start or resume; one line for the user."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a bench: where it came from and its directory name."""
+
+    slug: str
+    source: str
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What every problem's `forge run` is given (fixed in bench.toml)."""
+
+    agent: str = "builtin"
+    delivery: str = "auto"
+    iterations: int = 4
+    minutes: float = 10.0
+    jobs: int = 1
+    target: float | None = None
+    peers: bool = True
+
+    def run_args(self) -> list[str]:
+        args = ["--agent", self.agent, "--delivery", self.delivery,
+                "--max-iterations", str(self.iterations), "--max-minutes", str(self.minutes)]
+        return args + (["--target", str(self.target)] if self.target else [])
+
+
+def problems_from(sources: Iterable[Path]) -> list[Problem]:
+    """Task dirs and KernelBench files in ``sources`` (directories are searched one level)."""
+    found: list[Path] = []
+    for src in sources:
+        if not src.exists():
+            raise BenchError(f"{src}: no such file or directory")
+        if src.is_file() or (src / "task.toml").is_file():
+            found.append(src)
+            continue
+        inner = sorted(p for p in src.iterdir() if p.suffix == ".py" or (p / "task.toml").is_file())
+        if not inner:
+            raise BenchError(f"{src}: holds no task dirs and no .py problem files")
+        found += inner
+    seen: set[str] = set()
+    out = []
+    for path in found:
+        slug = _slug(path, seen)
+        out.append(Problem(slug, str(path.resolve())))
+    return out
+
+
+def _slug(path: Path, seen: set[str]) -> str:
+    base = re.sub(r"[^0-9A-Za-z]+", "_", path.stem if path.is_file() else path.name).strip("_").lower()
+    slug, n = base or "problem", 2
+    while slug in seen:
+        slug, n = f"{base}_{n}", n + 1
+    seen.add(slug)
+    return slug
+
+
+def create(root: Path, problems: list[Problem], settings: BenchSettings) -> Path:
+    """A new bench dir (fails if ``root`` exists and is not empty)."""
+    import tomli_w
+
+    if root.exists() and any(root.iterdir()):
+        raise BenchError(f"{root}: exists and is not empty; resume it with `forge bench {root}`")
+    (root / "problems").mkdir(parents=True, exist_ok=True)
+    data = {"created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "settings": {k: v for k, v in vars(settings).items() if v is not None},
+            "problem": [{"slug": p.slug, "source": p.source} for p in problems]}
+    (root / BENCH_TOML).write_text(tomli_w.dumps(data))
+    return root
+
+
+def load(root: Path) -> tuple[list[Problem], BenchSettings]:
+    """The problems and settings of an existing bench dir."""
+    import tomllib
+
+    path = root / BENCH_TOML
+    try:
+        data = tomllib.loads(path.read_text())
+        problems = [Problem(str(p["slug"]), str(p["source"])) for p in data["problem"]]
+        settings = BenchSettings(**data.get("settings", {}))
+    except FileNotFoundError:
+        raise BenchError(f"{root}: not a bench dir (no {BENCH_TOML})") from None
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise BenchError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    return problems, settings
+
+
+def finished(root: Path) -> dict[str, dict[str, Any]]:
+    """Results recorded so far, by slug (a torn last line is ignored)."""
+    out: dict[str, dict[str, Any]] = {}
+    path = root / RESULTS
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "slug" in row:
+            out[row["slug"]] = row
+    return out
+
+
+class _Recorder:
+    """Appends result lines (one writer at a time) and rebuilds the summary after each."""
+
+    def __init__(self, root: Path, on_result: Callable[[dict[str, Any]], None]) -> None:
+        self.root, self.on_result, self.lock = root, on_result, threading.Lock()
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        from forgekernel import bench_summary
+
+        with self.lock:
+            with open(self.root / RESULTS, "a") as fh:
+                fh.write(json.dumps(row) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            bench_summary.write(self.root)
+            self.on_result(row)
+
+
+def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: None) -> dict[str, Any]:
+    """Run every unfinished problem of the bench dir; returns the summary."""
+    from forgekernel import bench_summary
+
+    problems, settings = load(root)
+    done = finished(root)
+    todo = [p for p in problems if p.slug not in done]
+    record = _Recorder(root, on_result)
+    with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
+        for future in [pool.submit(run_problem, root, p, settings) for p in todo]:
+            record(future.result())
+    return bench_summary.write(root)
+
+
+def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[str, Any]:
+    """Convert (KernelBench files), run and read back one problem; never raises."""
+    start = time.monotonic()
+    base = root / "problems" / problem.slug
+    base.mkdir(parents=True, exist_ok=True)
+    row: dict[str, Any] = {"slug": problem.slug, "source": problem.source}
+    run_dir = base / "run"
+    if not (run_dir / "run.toml").is_file():
+        args = ["new", problem.source, "--out", str(run_dir), "--agent", settings.agent,
+                "--delivery", settings.delivery]
+        out = _forge(args, base / "new.log", 300)
+        if out.returncode != 0:
+            return {**row, **_failed("convert", base / "new.log", out), "wall_s": _since(start)}
+    out = _forge(["run", str(run_dir), *settings.run_args()], base / "run.log",
+                 60 * settings.minutes + 600)
+    row.update(_read_run(run_dir))
+    if out.returncode not in (0, 2) or "best" not in row:
+        row.update(_failed("run", base / "run.log", out))
+    row["wall_s"] = _since(start)
+    return row
+
+
+def _forge(args: list[str], log: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "forgekernel.cli", *args]
+    with open(log, "a") as fh:
+        fh.write(f"$ forge {' '.join(args)}\n")
+        fh.flush()
+        try:
+            return subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired:
+            fh.write(f"forge bench: killed after {timeout_s:.0f} s\n")
+            return subprocess.CompletedProcess(cmd, 124)
+
+
+def _failed(stage: str, log: Path, out: subprocess.CompletedProcess) -> dict[str, Any]:
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("forge: error") or "error" in ln.lower()]
+    why = (errors or lines or [f"exit {out.returncode}"])[-1]
+    if out.returncode == 124:
+        why = "timed out"
+    return {"stage": stage, "error": why[:300], "exit": out.returncode}
+
+
+def _read_run(run_dir: Path) -> dict[str, Any]:
+    """What the run found: the confirmed best verdict, attempts, delivery."""
+    from forgekernel import engine, rundir
+
+    if not (run_dir / "run.toml").is_file():
+        return {}
+    try:
+        rd = rundir.open(run_dir)
+        state = engine.load_state(rd)
+    except ForgeError as exc:
+        return {"error": f"run dir unreadable: {exc}"}
+    best = state.best
+    verdict = _best_verdict(rd, best)
+    row: dict[str, Any] = {"attempts": state.iterations, "delivery": rd.config().get("delivery", ""),
+                           "best": best.candidate if best else None, "correct": verdict is not None}
+    if verdict is not None:
+        row.update(speedup=verdict.get("speedup"), timing=_timing_label(verdict),
+                   workloads=[{k: w.get(k) for k in ("axes", "median_ms", "reference_ms", "speedup")}
+                              for w in verdict.get("workloads", []) if not w.get("hidden")],
+                   device=verdict.get("device", ""))
+    statuses: dict[str, int] = {}
+    for a in state.attempts.values():
+        key = a.verdict.status.value if a.verdict else "AGENT_ERROR"
+        statuses[key] = statuses.get(key, 0) + 1
+    row["statuses"] = statuses
+    return row
+
+
+def _best_verdict(rd: Any, best: Any) -> dict[str, Any] | None:
+    if best is None:
+        return None
+    path = rd.root / "best" / "verdict.json"
+    if path.is_file():
+        data = json.loads(path.read_text())
+        if data.get("status") == "PASSED":
+            return data
+    return best.verdict.model_dump(mode="json") if best.verdict and best.verdict.passed else None
+
+
+def _timing_label(verdict: dict[str, Any]) -> str:
+    labels = {w.get("timing_label") for w in verdict.get("workloads", []) if w.get("timing_label")}
+    return labels.pop() if len(labels) == 1 else ",".join(sorted(x for x in labels if x))
+
+
+def _since(start: float) -> float:
+    return round(time.monotonic() - start, 1)

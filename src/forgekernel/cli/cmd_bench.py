@@ -1,0 +1,56 @@
+"""`forge bench`: `forge run` over many tasks or KernelBench files, with a summary."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+
+from forgekernel.cli import app, fail
+
+
+@app.command("bench")
+def bench_cmd(
+    sources: list[Path] = typer.Argument(..., metavar="SOURCE...",
+                                         help="Task dirs, KernelBench .py files, directories of them "
+                                              "(a KernelBench level), or one existing bench dir to resume."),
+    out: Path = typer.Option(None, "--out", help="Bench dir to create (default .artifacts/bench_<stamp>)."),
+    agent: str = typer.Option("builtin", "--agent", help="Coder backend for every problem."),
+    delivery: str = typer.Option("auto", "--delivery", help="cpu, local, ssh, ray or auto."),
+    max_iterations: int = typer.Option(4, "--max-iterations", min=1, help="Attempts per problem."),
+    max_minutes: float = typer.Option(10.0, "--max-minutes", min=0.1, help="Wall minutes per problem."),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="Problems run at once."),
+    target: float = typer.Option(None, "--target", min=0.001, help="Target speedup of every run."),
+    sample: int = typer.Option(None, "--sample", min=1, help="Run a seeded random sample of this many problems."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+) -> None:
+    """Run every problem (resumable) and write summary.json, summary.md and summary.png."""
+    import random
+
+    from forgekernel import bench
+
+    if len(sources) == 1 and (sources[0] / bench.BENCH_TOML).is_file():
+        root = sources[0]
+    else:
+        problems = bench.problems_from(sources)
+        if sample is not None and sample < len(problems):
+            problems = sorted(random.Random(seed).sample(problems, sample), key=lambda p: p.slug)
+        root = out or Path(".artifacts") / f"bench_{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+        settings = bench.BenchSettings(agent=agent, delivery=delivery, iterations=max_iterations,
+                                       minutes=max_minutes, jobs=jobs, target=target)
+        bench.create(root, problems, settings)
+        typer.echo(f"created bench dir {root} ({len(problems)} problems)")
+
+    def show(row: dict) -> None:
+        mark = "correct" if row.get("correct") else f"not correct ({row.get('error') or 'no candidate passed'})"
+        x = f", {row['speedup']:.3g}x ({row.get('timing')})" if row.get("speedup") else ""
+        typer.echo(f"[{row['slug']}] {mark}{x}")
+
+    try:
+        summary = bench.run(root, on_result=show)
+    except bench.BenchError as exc:
+        raise fail(str(exc)) from None
+    m = summary["metrics"]
+    typer.echo(f"summary: {root / 'summary.md'}")
+    typer.echo(f"{m['correct']} of {m['problems']} correct; timing {m['timing']}")

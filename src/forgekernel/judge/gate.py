@@ -1,0 +1,117 @@
+"""A GPU-side gate, opened by another process: device time the verifier measures itself.
+
+The process that runs calls (the executor, or the verifier for the reference) enqueues a
+*gate* kernel that spins on a word of host memory, then K calls, then a *signal* kernel
+that writes the batch number into a second word. While the gate is closed the host has
+all the time it needs to enqueue the calls (its Python and launch latency stay out of the
+measurement); the verifier then opens the gate and polls for the signal with its own
+clock. The batch's wall time is device time of K back-to-back calls plus a few
+microseconds of PCIe latency, observed by a process that never ran the calls, on inputs
+it wrote after they were enqueued.
+
+The two words live in a memfd mapping shared by file descriptor; each process registers
+it with the CUDA runtime as mapped host memory, so kernels read and write it directly.
+Nothing here runs on the CPU interpreter.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+import triton.language as tl
+
+GATE_OFFSET, DONE_OFFSET, SIZE = 0, 128, 4096
+"""Byte offsets of the gate and done words (separate cache lines) and the mapping size."""
+_REGISTER_MAPPED_PORTABLE = 0x02 | 0x01
+
+
+class HostWords:
+    """The shared mapping: created by the verifier (``HostWords()``) or opened from its fd."""
+
+    def __init__(self, fd: int | None = None) -> None:
+        if fd is None:
+            fd = os.memfd_create("forge-gate", 0)
+            os.ftruncate(fd, SIZE)
+        self.fd = fd
+        self.map = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.address = _address(self.map)
+
+    def read(self, offset: int) -> int:
+        return struct.unpack_from("<i", self.map, offset)[0]
+
+    def write(self, offset: int, value: int) -> None:
+        struct.pack_into("<i", self.map, offset, value)
+
+    def close(self) -> None:
+        self.map.close()
+
+
+def _address(buffer: mmap.mmap) -> int:
+    import ctypes
+
+    return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+
+
+@dataclass(frozen=True)
+class _Word:
+    """A pointer Triton accepts (it needs ``data_ptr()`` and ``dtype``)."""
+
+    address: int
+    dtype: Any
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+class DeviceGate:
+    """Enqueues the gate and the signal on the current stream of this process's GPU."""
+
+    def __init__(self, words: HostWords) -> None:
+        import torch
+
+        self.words = words
+        rc = torch.cuda.cudart().cudaHostRegister(words.address, SIZE, _REGISTER_MAPPED_PORTABLE)
+        if int(rc) != 0:
+            raise RuntimeError(f"cudaHostRegister of the gate words failed ({rc})")
+        self.gate = _Word(words.address + GATE_OFFSET, torch.int32)
+        self.done = _Word(words.address + DONE_OFFSET, torch.int32)
+
+    def wait(self, batch: int) -> None:
+        """Enqueue: spin until the gate word equals ``batch``."""
+        _gate_wait[(1,)](self.gate, batch)
+
+    def signal(self, batch: int) -> None:
+        """Enqueue: write ``batch`` into the done word (system scope, after the calls)."""
+        _gate_signal[(1,)](self.done, batch)
+
+
+@triton.jit
+def _gate_wait(flag, expect):
+    value = tl.load(flag, volatile=True)
+    while value != expect:
+        value = tl.load(flag, volatile=True)
+
+
+@triton.jit
+def _gate_signal(done, value):
+    tl.atomic_xchg(done, value, sem="release", scope="sys")
+
+
+def open_and_time(words: HostWords, batch: int, timeout_s: float) -> float | None:
+    """Open the gate for ``batch`` and return the seconds until its signal (None: timed out)."""
+    start = time.perf_counter()
+    words.write(GATE_OFFSET, batch)
+    deadline = start + timeout_s
+    while words.read(DONE_OFFSET) != batch:
+        now = time.perf_counter()
+        if now > deadline:
+            return None
+        if now - start > 0.01:
+            time.sleep(0)  # long batches: give the core back between polls
+    return time.perf_counter() - start
