@@ -1,0 +1,61 @@
+"""`forge bench`: problems from sources, runs, resume without repeating work, the summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forgekernel import bench, bench_summary
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "generated"
+
+
+def _forge(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forgekernel.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=1200)
+
+
+def test_problems_from_dirs_files_and_levels(tmp_path):
+    found = bench.problems_from([FIXTURES, REPO / "tests" / "fixtures" / "kernelbench" / "2_relu.py"])
+    assert [p.slug for p in found] == ["gelu_colsum", "rmsnorm_noweight", "2_relu"]
+    with pytest.raises(bench.BenchError, match="no such file"):
+        bench.problems_from([tmp_path / "missing"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(bench.BenchError, match="holds no task dirs"):
+        bench.problems_from([tmp_path / "empty"])
+
+
+def test_metrics_follow_kernelbench_definitions():
+    rows = [{"correct": True, "timing": "device", "speedup": 2.0, "speedup_compile": 0.5},
+            {"correct": True, "timing": "device", "speedup": 0.5, "speedup_compile": 0.25},
+            {"correct": False}]
+    m = bench_summary.metrics(rows, total=4)
+    assert m["correct_rate"] == 0.5 and m["fast_0"] == 0.5
+    assert m["fast_1_eager"] == 0.25 and m["fast_1_compile"] == 0.0
+    assert m["geomean_eager"] == pytest.approx(1.0) and m["geomean_compile"] == pytest.approx(0.3535, 1e-3)
+    cpu = bench_summary.metrics([{"correct": True, "timing": "cpu-interpret", "speedup": 0.01}], total=1)
+    assert cpu["timing"] == "cpu-interpret" and cpu["geomean_eager"] is None and cpu["fast_1_eager"] is None
+
+
+def test_bench_runs_resumes_and_summarises(tmp_path):
+    out = tmp_path / "b"
+    first = _forge("bench", str(FIXTURES), "--out", str(out), "--delivery", "cpu",
+                   "--max-iterations", "1", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["metrics"]["correct"] == 2 and summary["metrics"]["timing"] == "cpu-interpret"
+    assert "cpu-interpret" in (out / "summary.md").read_text() and (out / "summary.png").is_file()
+    lines = (out / "results.jsonl").read_text().splitlines()
+    (out / "results.jsonl").write_text(lines[0] + "\n")  # as if killed before the second result
+    again = _forge("bench", str(out), cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("correct") == 2  # one problem line + the summary line
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["slug"] for r in rows) == ["gelu_colsum", "rmsnorm_noweight"]
+    resumed = next(r for r in rows if r["slug"] != json.loads(lines[0])["slug"])
+    assert resumed["attempts"] == 1  # the finished run was read back, not run again
