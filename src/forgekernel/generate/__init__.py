@@ -1,0 +1,1 @@
+"""Code generation for candidate kernels (see :mod:`forgekernel.generate.library`)."""
