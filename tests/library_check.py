@@ -89,6 +89,8 @@ def gemm_cases(lib, r: Gen, dt):
     yield "mm strided slices", lib.mm(a, b), aten.mm(*_d(a, b)), None
     a, b = r(130, 70, dtype=dt), r(70, 150, dtype=dt)
     yield "mm several tiles", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(70, 130, dtype=dt).t(), r(70, 150, dtype=dt)  # tf32 on a GPU: both copied K-major
+    yield "mm a.t() several tiles", lib.mm(a, b), aten.mm(*_d(a, b)), None
     a, b = r(1, 100, dtype=dt), r(100, 30, dtype=dt)
     yield "mm M=1", lib.mm(a, b), aten.mm(*_d(a, b)), None
     a, b = r(30, 100, dtype=dt), r(100, 1, dtype=dt)

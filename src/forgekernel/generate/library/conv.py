@@ -26,6 +26,8 @@ inputs use tf32 tensor cores, 0: full-precision "ieee" products). On the CPU (Tr
 interpreter) bf16/fp16 tiles are upcast to fp32 before the product.
 """
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -174,10 +176,10 @@ def _conv_tuple(v, nd, fill):
 
 
 def _conv_as3d(t, nd):
-    """(N, C, *spatial) with nd spatial dims viewed as (N, C, D, H, W)."""
-    for _ in range(3 - nd):
-        t = t.unsqueeze(2)
-    return t
+    """Shape and strides of (N, C, *spatial) with nd spatial dims as (N, C, D, H, W)."""
+    pad = 3 - nd
+    return ((*t.shape[:2], *(1,) * pad, *t.shape[2:]),
+            (*t.stride()[:2], *(0,) * pad, *t.stride()[2:]))
 
 
 def _conv_channels_last(t):
@@ -195,20 +197,19 @@ def _conv_out_shape(isz, ksz, s, p, d, op, transposed):
                  for i, k, st, pa, di in zip(isz, ksz, s, p, d, strict=True))
 
 
-def _conv_pack(w5, groups, transposed):
+def _conv_pack(weight, groups, transposed):
     """Weight as [groups, taps * Cin/groups, Cout/groups] (tap-major, channel-minor rows)."""
-    kvol = w5.shape[2] * w5.shape[3] * w5.shape[4]
-    if transposed:  # (Cin, Cout/g, *k) -> (g, Cin/g, Cout/g, taps) -> (g, taps, Cin/g, Cout/g)
-        w = w5.reshape(groups, w5.shape[0] // groups, w5.shape[1], kvol).permute(0, 3, 1, 2)
-    else:  # (Cout, Cin/g, *k) -> (g, Cout/g, Cin/g, taps) -> (g, taps, Cin/g, Cout/g)
-        w = w5.reshape(groups, w5.shape[0] // groups, w5.shape[1], kvol).permute(0, 3, 2, 1)
+    kvol = math.prod(weight.shape[2:])
+    w = weight.reshape(groups, weight.shape[0] // groups, weight.shape[1], kvol)
+    # transposed: (Cin, Cout/g, *k) -> (g, Cin/g, Cout/g, taps) -> (g, taps, Cin/g, Cout/g)
+    # otherwise:  (Cout, Cin/g, *k) -> (g, Cout/g, Cin/g, taps) -> (g, taps, Cin/g, Cout/g)
+    w = w.permute(0, 3, 1, 2) if transposed else w.permute(0, 3, 2, 1)
     return w.reshape(groups, kvol * w.shape[2], w.shape[3])
 
 
-def _conv_m_major(x5):
+def _conv_m_major(xs, xst):
     """Whether output positions, not channels, are the input's fast axis (NCDHW-like strides)."""
-    _, c, _, _, w = x5.shape
-    return c > 1 and w > 1 and abs(x5.stride(4)) < abs(x5.stride(1))
+    return xs[1] > 1 and xs[4] > 1 and abs(xst[4]) < abs(xst[1])
 
 
 def _conv_block(dim, knob):
@@ -216,29 +217,28 @@ def _conv_block(dim, knob):
 
 
 def _conv_alloc(x, weight, shape):
-    y = torch.empty(shape, dtype=x.dtype, device=x.device)
+    """The output, channels-last when x or weight is (aten's layout on the GPU)."""
+    fmt = torch.contiguous_format
     if _conv_channels_last(x) or _conv_channels_last(weight):
         fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
-        y = y.contiguous(memory_format=fmt)
-    return y
+    return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=fmt)
 
 
-def _conv_launch(x5, wp, bias, y5, groups, cin_g, k3, s3, p3, d3, transposed):
-    """One launch of _conv_kernel over 3-D views x5/y5 and the packed weight wp."""
-    nb, _, i_d, i_h, i_w = x5.shape
-    o_d, o_h, o_w = y5.shape[2:]
+def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed):
+    """One launch of _conv_kernel: x, y seen as 3-D convolutions, wp the packed weight."""
+    (nb, _, i_d, i_h, i_w), xst = _conv_as3d(x, nd)
+    (_, _, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
     cout_g, kred, m = wp.shape[2], wp.shape[1], nb * o_d * o_h * o_w
     flat = cin_g < _conv_flat_below
     bm, bn = _conv_block(m, CONV_BLOCK_M), _conv_block(cout_g, CONV_BLOCK_N)
     bk = _conv_block(kred if flat else cin_g, CONV_BLOCK_K)
-    fp32 = x5.dtype == torch.float32
-    grid = (triton.cdiv(m, bm) * triton.cdiv(cout_g, bn), groups)
-    _conv_kernel[grid](
-        x5, wp, bias if bias is not None else y5, y5, m, cout_g, cin_g, kred,
-        i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *x5.stride(), *wp.stride(),
-        *y5.stride(), HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
-        M_MAJOR=_conv_m_major(x5), INDEX64=max(x5.numel(), y5.numel()) >= 2**31,
-        UPCAST=x5.device.type == "cpu" and not fp32,
+    fp32 = x.dtype == torch.float32
+    _conv_kernel[(triton.cdiv(m, bm) * triton.cdiv(cout_g, bn), groups)](
+        x, wp, bias if bias is not None else y, y, m, cout_g, cin_g, kred,
+        i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
+        HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
+        M_MAJOR=_conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst),
+        INDEX64=max(x.numel(), y.numel()) >= 2**31, UPCAST=x.device.type == "cpu" and not fp32,
         PRECISION="ieee" if fp32 and not CONV_ALLOW_TF32 else "tf32",
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=min(CONV_NUM_WARPS, max(1, bm * bn // 256)),
         num_stages=CONV_NUM_STAGES)
@@ -255,14 +255,13 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     s3, p3, d3 = (_conv_tuple(stride, nd, 1), _conv_tuple(padding, nd, 0),
                   _conv_tuple(dilation, nd, 1))
     op3 = _conv_tuple(output_padding, nd, 0)
-    x5, w5 = _conv_as3d(x, nd), _conv_as3d(weight, nd)
     cin_g = x.shape[1] // groups
     cout = weight.shape[1] * groups if transposed else weight.shape[0]
-    k3 = tuple(w5.shape[2:])
-    osz = _conv_out_shape(x5.shape[2:], k3, s3, p3, d3, op3, transposed)
+    k3 = _conv_as3d(weight, nd)[0][2:]
+    osz = _conv_out_shape(_conv_as3d(x, nd)[0][2:], k3, s3, p3, d3, op3, transposed)
     y = _conv_alloc(x, weight, (x.shape[0], cout, *osz[3 - nd:]))
     if y.numel() == 0:
         return y
-    wp = _conv_pack(w5, groups, transposed)
-    _conv_launch(x5, wp, bias, _conv_as3d(y, nd), groups, cin_g, k3, s3, p3, d3, transposed)
+    wp = _conv_pack(weight, groups, transposed)
+    _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed)
     return y
