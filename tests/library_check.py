@@ -138,6 +138,7 @@ def bmm_cases(lib, r: Gen, dt):
 CONV_CASES = [  # name, x shape, weight shape, bias, stride, padding, dilation, transposed, output_padding, groups, layout
     ("1d g2 s2 p1 d2", (2, 4, 19), (6, 2, 3), True, [2], [1], [2], False, [0], 2, None),
     ("1d pointwise", (2, 8, 11), (5, 8, 1), False, [1], [0], [1], False, [0], 1, None),
+    ("2d 1x1 NCHW tap-major", (2, 32, 5, 7), (24, 32, 1, 1), True, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, None),
     ("2d tap-major s(1,2) p(1,0)", (2, 32, 9, 8), (24, 32, 3, 3), True, [1, 2], [1, 0], [1, 1], False, [0, 0], 1, None),
     ("2d channels-last", (2, 32, 7, 6), (16, 32, 3, 3), False, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "cl"),
     ("2d depthwise d2 p2", (2, 6, 9, 7), (6, 1, 3, 3), True, [1, 1], [2, 2], [2, 2], False, [0, 0], 6, None),

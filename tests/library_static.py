@@ -46,12 +46,15 @@ CALLS = {  # file -> [(name, call on the loaded module)]
         ("mm bf16 M=1 matvec", lambda g: g.mm(meta(1, 4096), meta(4096, 4096))),
     ],
     "conv": [
-        ("3x3 NCHW bf16 c128", lambda c: c.convolution(
+        ("3x3 NCHW (copied NHWC) bf16 c128", lambda c: c.convolution(
             meta(32, 128, 28, 28), meta(128, 128, 3, 3), meta(128), [1, 1], [1, 1], [1, 1],
             False, [0, 0], 1)),
         ("3x3 NHWC bf16 c128", lambda c: c.convolution(
             meta(32, 128, 28, 28, layout="cl"), meta(128, 128, 3, 3), None, [1, 1], [1, 1],
             [1, 1], False, [0, 0], 1)),
+        ("1x1 NCHW bf16 c256", lambda c: c.convolution(
+            meta(32, 256, 56, 56), meta(64, 256, 1, 1), None, [1, 1], [0, 0], [1, 1], False,
+            [0, 0], 1)),
         ("7x7 s2 c3 NHWC fp16", lambda c: c.convolution(
             meta(32, 3, 224, 224, dtype=H, layout="cl"), meta(64, 3, 7, 7, dtype=H), None,
             [2, 2], [3, 3], [1, 1], False, [0, 0], 1)),

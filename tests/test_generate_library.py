@@ -136,3 +136,15 @@ def test_library_compiles_for_sm90_without_spills():
     big = [r for r in rows if "4096^3" in r["case"] or "c128" in r["case"]]
     assert big and all(r["uses_wgmma"] for r in big)  # Hopper tensor-core path at large tiles
     assert all(min(r["config"]["BLOCK_M"], r["config"]["BLOCK_N"]) >= 64 for r in big)
+
+
+def test_pasted_library_passes_the_judge_policy(tmp_path):
+    """Forbidden calls (the matmul task forbids torch.mm and its kin), imports, dunders."""
+    from forgekernel.judge import policy
+    from forgekernel.task import load_task
+
+    (tmp_path / "kernel.py").write_text("\n\n".join(library.source(n) for n in library.NAMES))
+    forbid = tuple(load_task(REPO / "tasks" / "matmul").policy.forbid)
+    result = policy.check_sources(tmp_path, forbid)
+    assert result.violations == [] and result.syntax_error is None
+    assert {"_gemm_kernel", "_conv_kernel"} <= set(result.own_kernels)

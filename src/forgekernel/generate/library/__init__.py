@@ -23,7 +23,9 @@ NAMES: tuple[str, ...] = ("gemm", "conv")
 
 
 def source(name: str) -> str:
-    """The text of library file ``name`` (one of :data:`NAMES`)."""
-    if name not in NAMES:
+    """The text of library file ``name`` (one of :data:`NAMES`, or another ``<name>.py``
+    shipped in this package)."""
+    path = resources.files(__package__).joinpath(f"{name}.py")
+    if name.startswith("_") or "/" in name or not path.is_file():
         raise KeyError(f"no library file {name!r}; known: {', '.join(NAMES)}")
-    return resources.files(__package__).joinpath(f"{name}.py").read_text()
+    return path.read_text()
