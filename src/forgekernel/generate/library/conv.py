@@ -1,0 +1,284 @@
+"""forge library conv: a Triton stand-in for aten.convolution (implicit GEMM).
+
+``convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding,
+groups)`` has the semantics of ``torch.ops.aten.convolution`` for 1-D, 2-D and 3-D inputs
+(N, C, *spatial): groups (depthwise included), per-dimension stride/padding/dilation,
+transposed convolution with output_padding (weight (Cin, Cout/groups, *k) then), optional
+bias, any input strides (channels-last included). The output is allocated channels-last
+when the input or the weight is (as aten does on the GPU), else contiguous.
+
+One kernel, ``_conv_kernel``, treats every convolution as 3-D (1-D and 2-D get unit leading
+dimensions) and as one GEMM per group: output positions (n, od, oh, ow) flattened are the M
+rows, the group's output channels the N columns, and (kernel tap, input channel of the
+group) the K reduction. Input tiles are gathered with computed indices and masks (padding,
+dilation and, for transposed convolution, positions where (o + pad - k*dil) is not a
+multiple of the stride contribute nothing), the products run on ``tl.dot`` with fp32
+accumulation, and the bias is added before the store. The weight is repacked once per call
+to [groups, taps * Cin/groups, Cout/groups] so that its tiles load contiguously. K is walked
+tap by tap in blocks of input channels when a group has at least 16 input channels (the
+index arithmetic is per row), else as one flat range of taps x channels (first layers,
+depthwise), so that tiny channel counts do not pad every tap to a 16-deep product. An
+NCDHW input (channels not the fast axis) is read in place with the tile loaded transposed
+(neighbouring threads on neighbouring positions) for 1x1 kernels and the flat walk, and is
+copied channels-last first otherwise (faster on the H200 for 3x3, 3x3x3, transposed k4).
+
+Knobs (header below): CONV_BLOCK_M/N/K are the tile sizes for large shapes (each clamps to
+the next power of two >= the dimension, at least 16, for small ones), CONV_NUM_WARPS and
+CONV_NUM_STAGES the launch options (warps shrink with small tiles), CONV_ALLOW_TF32 (1: fp32
+inputs use tf32 tensor cores, 0: full-precision "ieee" products). On the CPU (Triton
+interpreter) bf16/fp16 tiles are upcast to fp32 before the product.
+"""
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+# --- knobs ---
+CONV_BLOCK_M = 128
+CONV_BLOCK_N = 64
+CONV_BLOCK_K = 32
+CONV_NUM_WARPS = 8
+CONV_NUM_STAGES = 3
+CONV_ALLOW_TF32 = 1
+# --- end ---
+
+_conv_flat_below = 16  # input channels per group under which K is one flat taps x channels range
+
+
+@triton.jit
+def _conv_in(o, k, size, stride, pad, dil, TRANSPOSED: tl.constexpr):
+    """Input index feeding output index ``o`` through kernel tap ``k``, and whether it exists."""
+    if TRANSPOSED:
+        t = o + pad - k * dil
+        i = t // stride
+        ok = (t >= 0) & (i * stride == t) & (i < size)
+    else:
+        i = o * stride - pad + k * dil
+        ok = (i >= 0) & (i < size)
+    return i, ok
+
+
+@triton.jit
+def _conv_in3(od, oh, ow, kd, kh, kw, ID, IH, IW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+              s_xd, s_xh, s_xw, TRANSPOSED: tl.constexpr):
+    """Spatial offset of the input element behind (output position, tap), and whether it exists."""
+    i_d, ok_d = _conv_in(od, kd, ID, sd, pd, dd, TRANSPOSED)
+    i_h, ok_h = _conv_in(oh, kh, IH, sh, ph, dh, TRANSPOSED)
+    i_w, ok_w = _conv_in(ow, kw, IW, sw, pw, dw, TRANSPOSED)
+    return i_d * s_xd + i_h * s_xh + i_w * s_xw, ok_d & ok_h & ok_w
+
+
+@triton.jit
+def _conv_rows(v, M_MAJOR: tl.constexpr):
+    """A per-row (output position) vector laid along the A tile's M axis."""
+    if M_MAJOR:
+        return v[None, :]
+    else:
+        return v[:, None]
+
+
+@triton.jit
+def _conv_cols(v, M_MAJOR: tl.constexpr):
+    """A per-column (reduction index) vector laid along the A tile's K axis."""
+    if M_MAJOR:
+        return v[:, None]
+    else:
+        return v[None, :]
+
+
+@triton.jit
+def _conv_a_tile(x_ptr, x_rows, m_ok, od, oh, ow, it, CIN_G, KRED, ID, IH, IW, KH, KW,
+                 sd, sh, sw, pd, ph, pw, dd, dh, dw, s_xc, s_xd, s_xh, s_xw,
+                 TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr, M_MAJOR: tl.constexpr,
+                 BLOCK_K: tl.constexpr):
+    """Step ``it`` of the reduction: the gathered [BLOCK_M, BLOCK_K] input tile, its K indices.
+
+    FLAT_K walks K = (tap, channel) pairs as one range (index math per element); otherwise
+    one tap and BLOCK_K channels per step (index math per row). M_MAJOR loads the tile
+    transposed, so that neighbouring threads read neighbouring output positions (NCDHW).
+    """
+    if FLAT_K:
+        k = it * BLOCK_K + tl.arange(0, BLOCK_K)
+        k_ok = k < KRED
+        c = k % CIN_G
+        tap = _conv_cols(k // CIN_G, M_MAJOR)
+        sp, sp_ok = _conv_in3(_conv_rows(od, M_MAJOR), _conv_rows(oh, M_MAJOR),
+                              _conv_rows(ow, M_MAJOR), tap // (KW * KH), (tap // KW) % KH,
+                              tap % KW, ID, IH, IW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                              s_xd, s_xh, s_xw, TRANSPOSED)
+    else:
+        n_cblk = tl.cdiv(CIN_G, BLOCK_K)
+        tap = it // n_cblk
+        c = (it - tap * n_cblk) * BLOCK_K + tl.arange(0, BLOCK_K)
+        k = tap * CIN_G + c
+        k_ok = c < CIN_G
+        sp, sp_ok = _conv_in3(od, oh, ow, tap // (KW * KH), (tap // KW) % KH, tap % KW,
+                              ID, IH, IW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                              s_xd, s_xh, s_xw, TRANSPOSED)
+        sp = _conv_rows(sp, M_MAJOR)
+        sp_ok = _conv_rows(sp_ok, M_MAJOR)
+    offs = _conv_rows(x_rows, M_MAJOR) + sp + _conv_cols(c * s_xc, M_MAJOR)
+    mask = _conv_rows(m_ok, M_MAJOR) & sp_ok & _conv_cols(k_ok, M_MAJOR)
+    a = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    if M_MAJOR:
+        a = tl.trans(a)
+    return a, k, k_ok
+
+
+@triton.jit
+def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
+                 ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                 s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn, s_yn, s_yc, s_yd, s_yh, s_yw,
+                 HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr,
+                 M_MAJOR: tl.constexpr, INDEX64: tl.constexpr, UPCAST: tl.constexpr,
+                 PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_K: tl.constexpr):
+    tiles_n = tl.cdiv(COUT_G, BLOCK_N)
+    pid_m = tl.program_id(0) // tiles_n
+    g = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = (tl.program_id(0) % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_ok = rm < M
+    n_ok = rn < COUT_G
+    if INDEX64:  # offsets past 2**31 elements
+        rm = rm.to(tl.int64)
+        g = g.to(tl.int64)
+    ow = rm % OW
+    oh = (rm // OW) % OH
+    od = (rm // (OW * OH)) % OD
+    n = rm // (OW * OH * OD)
+    x_rows = n * s_xn + g * CIN_G * s_xc
+    w_cols = w_ptr + g * s_wg + rn[None, :] * s_wn
+    steps = tl.cdiv(KRED, BLOCK_K) if FLAT_K else KD * KH * KW * tl.cdiv(CIN_G, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for it in range(0, steps):
+        a, k, k_ok = _conv_a_tile(x_ptr, x_rows, m_ok, od, oh, ow, it, CIN_G, KRED, ID, IH, IW,
+                                  KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw, s_xc, s_xd, s_xh,
+                                  s_xw, TRANSPOSED, FLAT_K, M_MAJOR, BLOCK_K)
+        b = tl.load(w_cols + k[:, None] * s_wk, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + g * COUT_G + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+    y_rows = n * s_yn + od * s_yd + oh * s_yh + ow * s_yw
+    y_ptrs = y_ptr + y_rows[:, None] + (g * COUT_G + rn)[None, :] * s_yc
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def _conv_tuple(v, nd, fill):
+    """A per-dimension parameter as a 3-tuple (leading unit dims get ``fill``)."""
+    v = [int(e) for e in v] if isinstance(v, (list, tuple)) else [int(v)]
+    v = v * nd if len(v) == 1 else v
+    if len(v) != nd:
+        raise RuntimeError(f"expected {nd} values per spatial dimension, got {v}")
+    return (fill,) * (3 - nd) + tuple(v)
+
+
+def _conv_as3d(t, nd):
+    """Shape and strides of (N, C, *spatial) with nd spatial dims as (N, C, D, H, W)."""
+    pad = 3 - nd
+    return ((*t.shape[:2], *(1,) * pad, *t.shape[2:]),
+            (*t.stride()[:2], *(0,) * pad, *t.stride()[2:]))
+
+
+def _conv_channels_last(t):
+    if t.dim() not in (4, 5) or t.is_contiguous():
+        return False
+    fmt = torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+    return t.is_contiguous(memory_format=fmt)
+
+
+def _conv_out_shape(isz, ksz, s, p, d, op, transposed):
+    if transposed:
+        return tuple((i - 1) * st - 2 * pa + di * (k - 1) + o + 1
+                     for i, k, st, pa, di, o in zip(isz, ksz, s, p, d, op, strict=True))
+    return tuple((i + 2 * pa - di * (k - 1) - 1) // st + 1
+                 for i, k, st, pa, di in zip(isz, ksz, s, p, d, strict=True))
+
+
+def _conv_pack(weight, groups, transposed):
+    """Weight as [groups, taps * Cin/groups, Cout/groups] (tap-major, channel-minor rows)."""
+    kvol = math.prod(weight.shape[2:])
+    w = weight.reshape(groups, weight.shape[0] // groups, weight.shape[1], kvol)
+    # transposed: (Cin, Cout/g, *k) -> (g, Cin/g, Cout/g, taps) -> (g, taps, Cin/g, Cout/g)
+    # otherwise:  (Cout, Cin/g, *k) -> (g, Cout/g, Cin/g, taps) -> (g, taps, Cin/g, Cout/g)
+    w = w.permute(0, 3, 1, 2) if transposed else w.permute(0, 3, 2, 1)
+    return w.reshape(groups, kvol * w.shape[2], w.shape[3])
+
+
+def _conv_m_major(xs, xst):
+    """Whether output positions, not channels, are the input's fast axis (NCDHW-like strides)."""
+    return xs[1] > 1 and xs[4] > 1 and abs(xst[4]) < abs(xst[1])
+
+
+def _conv_gatherable(x, nd, cin_g, k3):
+    """x, or a channels-last copy of it when the tap-major walk would gather it NCDHW.
+
+    Measured on the H200 (bf16, benchmarks/results/library_h200_2026-12-03_6ad3616.json):
+    copying first is 2.3x to 5.5x faster for 3x3, 3x3x3 and transposed k4 convolutions, the
+    in-kernel NCDHW gather wins for 1x1 kernels and for the flat walk (few input channels)."""
+    if cin_g < _conv_flat_below or math.prod(k3) == 1:
+        return x
+    if not _conv_m_major(*_conv_as3d(x, nd)):
+        return x
+    return x.movedim(1, -1).contiguous().movedim(-1, 1)
+
+
+def _conv_block(dim, knob):
+    return min(knob, max(16, triton.next_power_of_2(max(int(dim), 1))))
+
+
+def _conv_alloc(x, weight, shape):
+    """The output, channels-last when x or weight is (aten's layout on the GPU)."""
+    fmt = torch.contiguous_format
+    if _conv_channels_last(x) or _conv_channels_last(weight):
+        fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=fmt)
+
+
+def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed):
+    """One launch of _conv_kernel: x, y seen as 3-D convolutions, wp the packed weight."""
+    (nb, _, i_d, i_h, i_w), xst = _conv_as3d(x, nd)
+    (_, _, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
+    cout_g, kred, m = wp.shape[2], wp.shape[1], nb * o_d * o_h * o_w
+    flat = cin_g < _conv_flat_below
+    bm, bn = _conv_block(m, CONV_BLOCK_M), _conv_block(cout_g, CONV_BLOCK_N)
+    bk = _conv_block(kred if flat else cin_g, CONV_BLOCK_K)
+    fp32 = x.dtype == torch.float32
+    _conv_kernel[(triton.cdiv(m, bm) * triton.cdiv(cout_g, bn), groups)](
+        x, wp, bias if bias is not None else y, y, m, cout_g, cin_g, kred,
+        i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
+        HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
+        M_MAJOR=_conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst),
+        INDEX64=max(x.numel(), y.numel()) >= 2**31, UPCAST=x.device.type == "cpu" and not fp32,
+        PRECISION="ieee" if fp32 and not CONV_ALLOW_TF32 else "tf32",
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=min(CONV_NUM_WARPS, max(1, bm * bn // 256)),
+        num_stages=CONV_NUM_STAGES)
+
+
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """aten.convolution: (N, Cin, *sp) * weight -> (N, Cout, *out_sp) in x's dtype."""
+    nd = x.dim() - 2
+    if nd not in (1, 2, 3) or weight.dim() != x.dim():
+        raise RuntimeError(f"convolution of a {x.dim()}-D input by a {weight.dim()}-D weight")
+    if x.dtype != weight.dtype:
+        raise RuntimeError(f"input {x.dtype} and weight {weight.dtype} differ")
+    groups = int(groups)
+    s3, p3, d3 = (_conv_tuple(stride, nd, 1), _conv_tuple(padding, nd, 0),
+                  _conv_tuple(dilation, nd, 1))
+    op3 = _conv_tuple(output_padding, nd, 0)
+    cin_g = x.shape[1] // groups
+    cout = weight.shape[1] * groups if transposed else weight.shape[0]
+    k3 = _conv_as3d(weight, nd)[0][2:]
+    osz = _conv_out_shape(_conv_as3d(x, nd)[0][2:], k3, s3, p3, d3, op3, transposed)
+    y = _conv_alloc(x, weight, (x.shape[0], cout, *osz[3 - nd:]))
+    if y.numel() == 0:
+        return y
+    wp = _conv_pack(weight, groups, transposed)
+    _conv_launch(_conv_gatherable(x, nd, cin_g, k3), wp, bias, y, nd, groups, cin_g, k3,
+                 s3, p3, d3, transposed)
+    return y

@@ -1,0 +1,231 @@
+"""Check forge's library kernels (src/forgekernel/generate/library) against float64 torch.
+
+Run as a script in a fresh process; on the CPU set TRITON_INTERPRET=1 first (the tests do):
+``python tests/library_check.py [--device cpu|cuda] [--only gemm|conv] [--knobs JSON]
+[--dtypes float32,bfloat16]``.
+The library files are loaded the way a generated candidate holds them (their text executed
+as one module), each case runs on small shapes and is compared with the aten op evaluated on
+float64 copies. Prints one JSON line per case: name, dtype, err (1.0 = at the tolerance) and
+ok; "layout_ok" says the result has aten's strides, "is_out" that ``out=`` was returned.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import torch
+
+LIB = Path(__file__).resolve().parents[1] / "src" / "forgekernel" / "generate" / "library"
+TOL = {torch.float32: 1e-2, torch.float16: 5e-3, torch.bfloat16: 2e-2}
+"""Error allowed relative to the output's RMS on top of one unit in the last place of each
+element: fp32 runs with tf32 products on a GPU, bf16/fp16 round their fp32 results."""
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+aten = torch.ops.aten
+
+
+def paste(names: tuple[str, ...], where: Path) -> types.ModuleType:
+    """The library files pasted into one file ``where`` (as the generator does), imported.
+
+    A file, not exec'd text: compiled-mode @triton.jit reads its functions' source back."""
+    where.write_text("\n\n".join((LIB / f"{n}.py").read_text() for n in names))
+    spec = importlib.util.spec_from_file_location(f"candidate_{'_'.join(names)}", where)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load(names: tuple[str, ...], knobs: dict | None = None) -> types.ModuleType:
+    """The pasted library files as one module, knobs overridden."""
+    mod = paste(names, Path(tempfile.mkdtemp(prefix="fk-lib-")) / "kernel.py")
+    for k, v in (knobs or {}).items():
+        setattr(mod, k, v)
+    return mod
+
+
+def error(got: torch.Tensor, want: torch.Tensor, dtype: torch.dtype) -> float:
+    """max |got - want| / (ulp * |want| + TOL * rms(want)); <= 1 passes (inf if shapes differ)."""
+    if got.shape != want.shape or got.dtype != dtype:
+        return float("inf")
+    g = got.double()
+    if not torch.isfinite(g).all():
+        return float("inf")
+    if want.numel() == 0:
+        return 0.0
+    rms = want.pow(2).mean().sqrt().item()
+    bound = torch.finfo(dtype).eps * want.abs() + TOL[dtype] * max(rms, 1e-6)
+    return ((g - want).abs() / bound).max().item()
+
+
+class Gen:
+    """Random test tensors on one device."""
+
+    def __init__(self, device: str, seed: int = 0):
+        self.device = device
+        self.g = torch.Generator().manual_seed(seed)
+
+    def __call__(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.randn(shape, generator=self.g).to(dtype=dtype, device=self.device)
+
+
+def _d(*ts):
+    return [None if t is None else t.double() for t in ts]
+
+
+def gemm_cases(lib, r: Gen, dt):
+    """(name, got, want, out): out is the out= tensor (the result must be it) or None."""
+    a, b = r(37, 19, dtype=dt), r(19, 50, dtype=dt)
+    yield "mm odd", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(33, 70, dtype=dt), r(45, 70, dtype=dt).t()
+    yield "mm b.t()", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(64, 17, dtype=dt).t(), r(64, 40, dtype=dt)
+    yield "mm a.t() even K", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(40, 90, dtype=dt)[::2, 1::3], r(60, 50, dtype=dt)[::2, ::2]
+    yield "mm strided slices", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(130, 70, dtype=dt), r(70, 150, dtype=dt)
+    yield "mm several tiles", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(70, 130, dtype=dt).t(), r(70, 150, dtype=dt)  # tf32 on a GPU: both copied K-major
+    yield "mm a.t() several tiles", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(1, 100, dtype=dt), r(100, 30, dtype=dt)
+    yield "mm M=1", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(30, 100, dtype=dt), r(100, 1, dtype=dt)
+    yield "mm N=1 matvec", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(20, 1, dtype=dt), r(1, 25, dtype=dt)
+    yield "mm K=1 outer", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b = r(3, 0, dtype=dt), r(0, 4, dtype=dt)
+    yield "mm K=0", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b, out = r(37, 24, dtype=dt), r(24, 50, dtype=dt), r(50, 37, dtype=dt).t()
+    yield "mm out= transposed", lib.mm(a, b, out=out), aten.mm(*_d(a, b)), out
+    yield from addmm_cases(lib, r, dt)
+    yield from bmm_cases(lib, r, dt)
+
+
+def addmm_cases(lib, r: Gen, dt):
+    a, b = r(21, 40, dtype=dt), r(40, 35, dtype=dt)
+    for shape in ((35,), (1, 35), (21, 1), (21, 35), ()):
+        bias = r(*shape, dtype=dt)
+        got = lib.addmm(bias, a, b, alpha=0.5, beta=2)
+        yield f"addmm bias{shape} a=.5 b=2", got, aten.addmm(*_d(bias, a, b), alpha=0.5, beta=2), None
+    nan = torch.full((21, 35), float("nan"), dtype=dt, device=r.device)
+    yield "addmm beta=0 nan bias", lib.addmm(nan, a, b, beta=0), aten.mm(*_d(a, b)), None
+    bias, out = r(35, dtype=dt), r(70, 21, dtype=dt)[::2].t()
+    got = lib.addmm(bias, a, b, out=out)
+    yield "addmm out= strided", got, aten.addmm(*_d(bias, a, b)), out
+
+
+def bmm_cases(lib, r: Gen, dt):
+    a, b = r(3, 17, 40, dtype=dt), r(3, 40, 23, dtype=dt)
+    yield "bmm", lib.bmm(a, b), aten.bmm(*_d(a, b)), None
+    a, b = r(4, 40, 17, dtype=dt).transpose(1, 2), r(1, 40, 23, dtype=dt).expand(4, 40, 23)
+    yield "bmm a^T, b batch-stride 0", lib.bmm(a, b), aten.bmm(*_d(a, b)), None
+    a, b, out = r(2, 5, 1, dtype=dt), r(2, 1, 7, dtype=dt), r(2, 7, 5, dtype=dt).transpose(1, 2)
+    yield "bmm K=1 out= transposed", lib.bmm(a, b, out=out), aten.bmm(*_d(a, b)), out
+    a, b = r(3, 17, 40, dtype=dt), r(3, 40, 23, dtype=dt)
+    for shape in ((17, 23), (3, 1, 23), (23,)):
+        bias = r(*shape, dtype=dt)
+        got = lib.baddbmm(bias, a, b, alpha=-1.5, beta=0.5)
+        want = aten.baddbmm(*_d(bias.expand(3, 17, 23), a, b), alpha=-1.5, beta=0.5)
+        yield f"baddbmm bias{shape} a=-1.5 b=.5", got, want, None
+    nan = torch.full((3, 17, 23), float("nan"), dtype=dt, device=r.device)
+    yield "baddbmm beta=0 nan bias", lib.baddbmm(nan, a, b, beta=0), aten.bmm(*_d(a, b)), None
+
+
+CONV_CASES = [  # name, x shape, weight shape, bias, stride, padding, dilation, transposed, output_padding, groups, layout
+    ("1d g2 s2 p1 d2", (2, 4, 19), (6, 2, 3), True, [2], [1], [2], False, [0], 2, None),
+    ("1d pointwise", (2, 8, 11), (5, 8, 1), False, [1], [0], [1], False, [0], 1, None),
+    ("2d 1x1 NCHW tap-major", (2, 32, 5, 7), (24, 32, 1, 1), True, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, None),
+    ("2d tap-major s(1,2) p(1,0)", (2, 32, 9, 8), (24, 32, 3, 3), True, [1, 2], [1, 0], [1, 1], False, [0, 0], 1, None),
+    ("2d channels-last", (2, 32, 7, 6), (16, 32, 3, 3), False, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "cl"),
+    ("2d depthwise d2 p2", (2, 6, 9, 7), (6, 1, 3, 3), True, [1, 1], [2, 2], [2, 2], False, [0, 0], 6, None),
+    ("2d depthwise x2 cl", (1, 4, 8, 8), (8, 1, 3, 3), False, [2, 2], [1, 1], [1, 1], False, [0, 0], 4, "cl"),
+    ("2d cin3 5x5 s2", (2, 3, 13, 11), (8, 3, 5, 5), True, [2, 2], [2, 2], [1, 1], False, [0, 0], 1, None),
+    ("2d tiles M,N>block", (2, 16, 13, 12), (80, 16, 1, 3), True, [1, 1], [0, 1], [1, 1], False, [0, 0], 1, None),
+    ("2d strided input", (2, 40, 9, 16), (8, 20, 3, 3), False, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "slice"),
+    ("3d g2 mixed", (1, 4, 5, 6, 7), (8, 2, 2, 3, 2), True, [1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 2, None),
+    ("3d channels-last", (1, 16, 4, 5, 6), (8, 16, 3, 3, 3), False, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1, "cl"),
+    ("1d transposed s3 op2", (2, 4, 7), (4, 5, 3), True, [3], [1], [1], True, [2], 1, None),
+    ("2d transposed s2 op1 g2", (2, 4, 5, 6), (4, 3, 3, 3), True, [2, 2], [1, 0], [1, 1], True, [1, 0], 2, None),
+    ("2d transposed tap-major", (2, 32, 5, 6), (32, 8, 3, 3), False, [2, 3], [1, 1], [1, 2], True, [1, 2], 2, None),
+    ("2d transposed cl", (1, 16, 4, 4), (16, 8, 4, 4), True, [2, 2], [1, 1], [1, 1], True, [0, 0], 1, "cl"),
+    ("3d transposed", (1, 2, 3, 4, 3), (2, 3, 2, 3, 2), True, [2, 1, 2], [0, 1, 1], [1, 1, 1], True, [1, 0, 0], 1, None),
+    ("2d int params", (1, 8, 6, 6), (4, 8, 3, 3), False, 2, 1, 1, False, 0, 1, None),
+    ("2d channels-last weight", (2, 16, 6, 5), (8, 16, 3, 3), True, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "wcl"),
+]
+
+
+def conv_input(r: Gen, shape, layout, dt):
+    if layout == "slice":  # every other channel of a wider tensor
+        return r(shape[0], shape[1], *shape[2:], dtype=dt)[:, ::2]
+    x = r(*shape, dtype=dt)
+    if layout == "cl":
+        return x.contiguous(memory_format=torch.channels_last if x.dim() == 4
+                            else torch.channels_last_3d)
+    return x
+
+
+def conv_layout(x, w, shape) -> tuple[int, ...]:
+    """Strides aten gives a convolution's output on the GPU (cuDNN): channels-last when the
+    4-D/5-D input or weight is channels-last, else contiguous."""
+    fmt = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    cl = len(shape) in (4, 5) and any(
+        not t.is_contiguous() and t.is_contiguous(memory_format=fmt) for t in (x, w))
+    return torch.empty(shape).contiguous(memory_format=fmt if cl else torch.contiguous_format).stride()
+
+
+def conv_cases(lib, r: Gen, dt):
+    """(name, got, want, strides): strides are those aten gives on the GPU."""
+    for name, xs, ws, has_bias, s, p, d, tr, op, g, layout in CONV_CASES:
+        x, w = conv_input(r, xs, layout, dt), r(*ws, dtype=dt)
+        if layout == "wcl":
+            w = w.contiguous(memory_format=torch.channels_last)
+        bias = r(ws[1] * g if tr else ws[0], dtype=dt) if has_bias else None
+        got = lib.convolution(x, w, bias, s, p, d, tr, op, g)
+        nd = len(xs) - 2
+        args = [v if isinstance(v, list) else [v] * nd for v in (s, p, d, op)]
+        want = aten.convolution(*_d(x, w, bias), *args[:3], tr, args[3], g)
+        if x.is_cuda:  # and the layout cuDNN gives
+            assert aten.convolution(x, w, bias, *args[:3], tr, args[3], g).stride() == \
+                conv_layout(x, w, want.shape), name
+        yield name, got, want, conv_layout(x, w, want.shape)
+
+
+def run(device: str, only: str | None, knobs: dict,
+        dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[dict]:
+    rows = []
+    for family, cases, files in (("gemm", gemm_cases, ("gemm",)), ("conv", conv_cases, ("conv",))):
+        if only and family != only:
+            continue
+        lib = load(files, knobs)
+        for dt in dtypes:
+            for name, got, want, extra in cases(lib, Gen(device), dt):
+                if device != "cpu":
+                    torch.cuda.synchronize()
+                err = error(got.cpu(), want.cpu(), dt)
+                out = extra if isinstance(extra, torch.Tensor) else None
+                layout = extra if isinstance(extra, tuple) else want.stride()
+                rows.append({"family": family, "case": name, "dtype": str(dt).split(".")[1],
+                             "err": err, "ok": err <= 1.0, "is_out": out is None or got is out,
+                             "layout_ok": out is not None or got.stride() == layout})
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--only", choices=("gemm", "conv"))
+    ap.add_argument("--knobs", default="{}")
+    ap.add_argument("--dtypes", default="float32,float16,bfloat16")
+    args = ap.parse_args(argv)
+    dtypes = tuple(getattr(torch, d) for d in args.dtypes.split(","))
+    for row in run(args.device, args.only, json.loads(args.knobs), dtypes):
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,105 @@
+"""Compile the library kernels (src/forgekernel/generate/library) for sm_90, no GPU needed.
+
+Run as a script in a fresh process (it switches Triton between interpreter and compiled
+mode): ``python tests/library_static.py [--knobs JSON]``. Each library function is called on
+``meta`` tensors at representative H200-sized shapes with Triton's launch entry replaced, so
+the launch (arguments, constexprs, warps, stages) is recorded and not run; each recorded
+launch is then compiled ahead of time for sm_90 (forgekernel.profile.triton_compile) and its
+cubin read for registers, shared memory and spills (forgekernel.profile.static). Prints one
+JSON line per launch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+from forgekernel.profile import triton_compile as tc
+from forgekernel.profile.static import _from_compiled
+from forgekernel.task import load_module
+
+LIB = Path(__file__).resolve().parents[1] / "src" / "forgekernel" / "generate" / "library"
+
+
+def meta(*shape: int, dtype=torch.bfloat16, layout: str = "") -> torch.Tensor:
+    t = torch.empty(shape, dtype=dtype, device="meta")
+    if layout == "cl":
+        return t.contiguous(memory_format=torch.channels_last if t.dim() == 4
+                            else torch.channels_last_3d)
+    return t.t() if layout == "t" else t
+
+
+BF, H, F = torch.bfloat16, torch.float16, torch.float32
+CALLS = {  # file -> [(name, call on the loaded module)]
+    "gemm": [
+        ("mm bf16 4096^3", lambda g: g.mm(meta(4096, 4096), meta(4096, 4096))),
+        ("mm fp32 (tf32) 4096^3 b.t()", lambda g: g.mm(meta(4096, 4096, dtype=F),
+                                                       meta(4096, 4096, dtype=F, layout="t"))),
+        ("addmm fp16 K=1000 +bias", lambda g: g.addmm(meta(4096, dtype=H), meta(4096, 1000, dtype=H),
+                                                      meta(1000, 4096, dtype=H))),
+        ("bmm bf16 32x1024x128x1024", lambda g: g.bmm(meta(32, 1024, 128), meta(32, 128, 1024))),
+        ("mm bf16 M=1 matvec", lambda g: g.mm(meta(1, 4096), meta(4096, 4096))),
+    ],
+    "conv": [
+        ("3x3 NCHW (copied NHWC) bf16 c128", lambda c: c.convolution(
+            meta(32, 128, 28, 28), meta(128, 128, 3, 3), meta(128), [1, 1], [1, 1], [1, 1],
+            False, [0, 0], 1)),
+        ("3x3 NHWC bf16 c128", lambda c: c.convolution(
+            meta(32, 128, 28, 28, layout="cl"), meta(128, 128, 3, 3), None, [1, 1], [1, 1],
+            [1, 1], False, [0, 0], 1)),
+        ("1x1 NCHW bf16 c256", lambda c: c.convolution(
+            meta(32, 256, 56, 56), meta(64, 256, 1, 1), None, [1, 1], [0, 0], [1, 1], False,
+            [0, 0], 1)),
+        ("7x7 s2 c3 NHWC fp16", lambda c: c.convolution(
+            meta(32, 3, 224, 224, dtype=H, layout="cl"), meta(64, 3, 7, 7, dtype=H), None,
+            [2, 2], [3, 3], [1, 1], False, [0, 0], 1)),
+        ("depthwise 3x3 NCHW fp16", lambda c: c.convolution(
+            meta(32, 256, 28, 28, dtype=H), meta(256, 1, 3, 3, dtype=H), None, [1, 1], [1, 1],
+            [1, 1], False, [0, 0], 256)),
+        ("transposed k4 s2 NCHW bf16", lambda c: c.convolution(
+            meta(16, 128, 32, 32), meta(128, 64, 4, 4), meta(64), [2, 2], [1, 1], [1, 1], True,
+            [0, 0], 1)),
+        ("3d 3x3x3 NDHWC fp32", lambda c: c.convolution(
+            meta(4, 64, 16, 28, 28, dtype=F, layout="cl"), meta(64, 64, 3, 3, 3, dtype=F), None,
+            [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)),
+    ],
+}
+
+
+def capture(name: str, call, knobs: dict) -> list[tc.LaunchSpec]:
+    path = LIB / f"{name}.py"
+    seen: list = []
+    with tc._interpret(True):
+        mod = load_module(path, name=f"_fk_lib_capture_{name}")
+        for k, v in knobs.items():
+            setattr(mod, k, v)
+        with tc._capture_only(seen):
+            call(mod)
+    return [tc.LaunchSpec(n, str(path), args, kwargs, "") for n, args, kwargs in seen]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--knobs", default="{}")
+    knobs = json.loads(ap.parse_args(argv).knobs)
+    for file, calls in CALLS.items():
+        for label, call in calls:
+            for spec in capture(file, call, knobs):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    k = _from_compiled(spec, tc.compile_spec(spec, 90), 90)
+                config = {key: v for key, v in spec.kwargs.items() if not hasattr(v, "dtype")}
+                print(json.dumps({"file": file, "case": label, "kernel": k.name, "regs": k.regs,
+                                  "smem_bytes": k.smem_bytes, "spill_stores": k.spill_stores,
+                                  "spill_loads": k.spill_loads, "uses_wgmma": k.uses_wgmma,
+                                  "config": config}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,150 @@
+"""The generator's library kernels (forgekernel.generate.library): gemm.py and conv.py.
+
+The numeric checks run in fresh processes with TRITON_INTERPRET=1 (tests/library_check.py):
+every case of mm/addmm/bmm/baddbmm and convolution in fp32, fp16 and bf16 against the aten
+op on float64 copies, once at the default knobs and once (fp32) with 16-wide blocks so that
+every loop runs several steps and the grouped order and batch chunking are exercised. The
+sm_90 check compiles representative launches ahead of time (tests/library_static.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from forgekernel.generate import library
+
+REPO = Path(__file__).resolve().parents[1]
+CHECK = REPO / "tests" / "library_check.py"
+STATIC = REPO / "tests" / "library_static.py"
+SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM_GROUP_M": 2,
+               "GEMM_ALLOW_TF32": 0, "_gemm_grid_y_max": 2, "CONV_BLOCK_M": 16,
+               "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0}
+KNOBS = {
+    "gemm": ("GEMM_BLOCK_M = 64", "GEMM_BLOCK_N = 64", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
+             "GEMM_NUM_WARPS = 4", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
+    "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
+             "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1"),
+}
+PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}}
+PREFIX = {"gemm": ("GEMM_", "_gemm_"), "conv": ("CONV_", "_conv_")}
+
+
+def _run(script: Path, *args: str, interpret: bool = True) -> list[dict]:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("TRITON_INTERPRET", None)
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _assert_rows(rows: list[dict], families: set[str]) -> None:
+    assert {r["family"] for r in rows} == families
+    bad = [r for r in rows if not (r["ok"] and r["is_out"] and r["layout_ok"])]
+    assert not bad, json.dumps(bad, indent=1)
+
+
+def test_source_and_names():
+    assert library.NAMES == ("gemm", "conv")
+    for name in library.NAMES:
+        assert library.source(name).startswith('"""forge library ')
+    with pytest.raises(KeyError):
+        library.source("nope")
+
+
+@pytest.mark.parametrize("name", ["gemm", "conv"])
+def test_file_shape(name):
+    """Knob header, docstring, imports, prefixed names, small functions."""
+    text = library.source(name)
+    header = re.search(r"^# --- knobs ---\n(.*?)^# --- end ---$", text, re.S | re.M)
+    assert header, "no knobs header"
+    lines = header.group(1).strip().splitlines()
+    assert len(lines) == len(KNOBS[name])
+    for line, want in zip(lines, KNOBS[name], strict=True):
+        assert line.startswith(want) and re.fullmatch(r"[A-Z_0-9]+ = \d+", line), line
+    tree = ast.parse(text)
+    assert ast.get_docstring(tree) and "knob" in ast.get_docstring(tree).lower()
+    imports = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert imports <= {"torch", "triton", "triton.language", "math"}
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+            assert node.end_lineno - node.lineno < 60, f"{node.name} is long"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined |= {t.id for t in targets if isinstance(t, ast.Name)}
+    assert PUBLIC[name] <= defined
+    assert all(d in PUBLIC[name] or d.startswith(PREFIX[name]) for d in defined), defined
+
+
+def test_files_paste_into_one_module(tmp_path):
+    path = tmp_path / "kernel.py"
+    path.write_text("\n\n".join(library.source(n) for n in library.NAMES))
+    spec = importlib.util.spec_from_file_location("candidate_kernel", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution"))
+    assert mod.GEMM_BLOCK_M == 64 and mod.CONV_ALLOW_TF32 == 1
+
+
+def test_error_measure_flags_wrong_values():
+    sys.path.insert(0, str(REPO / "tests"))
+    try:
+        import library_check
+    finally:
+        sys.path.remove(str(REPO / "tests"))
+    want = torch.randn(40, 30, dtype=torch.float64)
+    assert library_check.error(want.to(torch.bfloat16), want, torch.bfloat16) <= 1.0
+    off = want.clone()
+    off[3, 4] += 0.05 * want.pow(2).mean().sqrt()
+    assert library_check.error(off.float(), want, torch.float32) > 1.0
+    assert library_check.error(want.float().t(), want, torch.float32) == float("inf")
+
+
+def test_library_matches_aten_under_interpreter():
+    _assert_rows(_run(CHECK), {"gemm", "conv"})
+
+
+def test_library_small_blocks_under_interpreter():
+    _assert_rows(_run(CHECK, "--dtypes", "float32", "--knobs", json.dumps(SMALL_KNOBS)),
+                 {"gemm", "conv"})
+
+
+def test_library_compiles_for_sm90_without_spills():
+    rows = _run(STATIC, interpret=False)
+    assert {r["file"] for r in rows} == {"gemm", "conv"}
+    assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_conv_kernel"}
+    for r in rows:
+        where = f"{r['case']}: {r}"
+        assert r["regs"] and r["regs"] > 0, where
+        assert r["spill_stores"] == 0 and r["spill_loads"] == 0, where
+    big = [r for r in rows if "4096^3" in r["case"] or "c128" in r["case"]]
+    assert big and all(r["uses_wgmma"] for r in big)  # Hopper tensor-core path at large tiles
+    assert all(min(r["config"]["BLOCK_M"], r["config"]["BLOCK_N"]) >= 64 for r in big)
+
+
+def test_pasted_library_passes_the_judge_policy(tmp_path):
+    """Forbidden calls (the matmul task forbids torch.mm and its kin), imports, dunders."""
+    from forgekernel.judge import policy
+    from forgekernel.task import load_task
+
+    (tmp_path / "kernel.py").write_text("\n\n".join(library.source(n) for n in library.NAMES))
+    forbid = tuple(load_task(REPO / "tasks" / "matmul").policy.forbid)
+    result = policy.check_sources(tmp_path, forbid)
+    assert result.violations == [] and result.syntax_error is None
+    assert {"_gemm_kernel", "_conv_kernel"} <= set(result.own_kernels)
