@@ -15,7 +15,6 @@ import ast
 import re
 import textwrap
 from dataclasses import dataclass, field
-from importlib import resources
 
 from forgekernel.generate.inductor import LIBRARY_NAMESPACE, Lowered, LoweringError
 
@@ -176,7 +175,9 @@ EXTERN_LIBRARY = {"mm": "gemm", "addmm": "gemm", "bmm": "gemm", "baddbmm": "gemm
 
 def library_source(name: str) -> str:
     """The text of a library file shipped in forgekernel/generate/library/."""
-    return resources.files("forgekernel.generate").joinpath("library").joinpath(f"{name}.py").read_text()
+    from forgekernel.generate import library
+
+    return library.source(name)
 
 
 def _piece(name: str) -> tuple[str, str]:
@@ -232,7 +233,7 @@ def _check_helpers(wrapper: Wrapper) -> None:
 def _available(name: str) -> bool:
     try:
         library_source(name)
-    except (FileNotFoundError, OSError):
+    except KeyError:
         return False
     return True
 

@@ -33,11 +33,11 @@ import triton
 import triton.language as tl
 
 # --- knobs ---
-GEMM_BLOCK_M = 64
-GEMM_BLOCK_N = 64
+GEMM_BLOCK_M = 128
+GEMM_BLOCK_N = 128
 GEMM_BLOCK_K = 32
 GEMM_GROUP_M = 8
-GEMM_NUM_WARPS = 4
+GEMM_NUM_WARPS = 8
 GEMM_NUM_STAGES = 3
 GEMM_ALLOW_TF32 = 1
 # --- end ---
