@@ -1,42 +1,34 @@
-"""The standard-library sandbox launcher, run as ``python -I -S _boot.py OPTIONS -- ARGV``.
+"""The standard-library sandbox launcher: ``python -I -S _boot.py OPTIONS -- ARGV``.
 
-It imports nothing from forgekernel (``-I -S``: no site, no environment, no path), only
-``os``, ``sys``, ``ctypes`` and ``_signal``, so it starts in about 20 ms. Two modes:
+Standard library only (``os``, ``sys``, ``ctypes``, ``_signal``), never forgekernel. This
+process, the *supervisor*, is a child subreaper (a ``setsid()`` + double-forked orphan of
+the tree is re-parented to it), waits for its child, kills what is left of the tree and
+exits as the command did (re-raising a fatal signal on itself).
 
-``--mode sandbox`` (the ``stdlib`` mechanism): this process (the *supervisor*) unshares
-the user (unless root), network, IPC, UTS and, with ``--unshare-pid``, PID namespaces and
-brings the new loopback up; its forked child unshares a mount namespace, builds a new root
-on a tmpfs from the bind operations (read-only binds are made read-only with every
-submount), pivots into it, drops every capability, sets no_new_privs and executes ARGV.
-
-``--mode supervise`` (bubblewrap without a PID namespace): the child executes ARGV (a
-``bwrap`` command line) unchanged.
-
-In both modes the supervisor is a child subreaper: an orphan of the sandboxed tree (a
-``setsid()`` + double fork) is re-parented to it, not to the host's init. It waits for its
-child, kills what is left of the tree, and exits with the child's status (a signal death
-is re-raised on itself, so the caller sees the same signal). With a PID namespace the
-child is the namespace's init: when it ends the kernel kills everything inside.
+``--mode sandbox`` (the ``stdlib`` mechanism): the supervisor unshares the user (unless
+root), network, IPC, UTS and (``--unshare-pid``) PID namespaces and brings the loopback
+up; its child unshares a mount namespace, builds a root on a tmpfs from the bind options
+(read-only binds with every submount read-only), pivots into it, drops every capability,
+sets no_new_privs and runs ARGV; with a PID namespace it stays as the namespace's init
+(ARGV is PID 2), so when the command ends the kernel kills everything inside.
+``--mode supervise`` (bubblewrap without a PID namespace): the child executes ARGV.
 """
 
 from __future__ import annotations
 
+import _signal
 import ctypes
 import os
 import sys
 
-import _signal
-
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-LOCKED = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME
-MNT_DETACH = 2
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
+MS_REC, MS_PRIVATE, MNT_DETACH = 16384, 1 << 18, 2
+LOCKED = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | (1 << 21)  # + noatime, nodiratime, relatime
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 4, 24, 36
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
-SIGKILL, SIGTERM, SIGINT, SIGHUP = 9, 15, 2, 1
+SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGXFSZ = 9, 15, 2, 1, 13, 25
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217}
 SETUP_FAILED = 125
 """Exit status when the sandbox could not be built (the reason is one line on stderr)."""
@@ -47,7 +39,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 class SetupError(Exception):
-    """The sandbox could not be built; the message says which step failed."""
+    """The sandbox could not be built (the message names the step)."""
 
 
 def _call(ret: int, what: str) -> None:
@@ -62,8 +54,8 @@ def _prctl(option: int, arg: int = 0) -> int:
 
 
 def _mount(src: str | None, dst: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: s.encode() if s is not None else None)
-    ret = _libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data))
+    src_b, dst_b, type_b, data_b = (t.encode() if t is not None else None for t in (src, dst, fstype, data))
+    ret = _libc.mount(src_b, dst_b, type_b, ctypes.c_ulong(flags), data_b)
     _call(ret, f"mount {src or fstype or ''} on {dst.removeprefix(NEW) or '/'}")
 
 
@@ -104,31 +96,30 @@ def kill_descendants(root: int, rounds: int = 100) -> None:
         if not pids:
             return
         for pid in pids:
-            try:
-                os.kill(pid, SIGKILL)
-            except OSError:
-                pass
+            _kill(pid, SIGKILL)
         _reap(block=False)
 
 
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
 def _reap(block: bool) -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    try:
+        while os.waitpid(-1, 0 if block else os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        return
 
 
 # -- namespaces ---------------------------------------------------------------------
 
 def _write(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
+    with open(path, "w") as fh:  # one write(2), as /proc/self/uid_map wants
+        fh.write(text)
 
 
 def enter_namespaces(opts: dict) -> None:
@@ -172,17 +163,14 @@ def drop_privileges(last_cap: int) -> None:
 # -- the new root -------------------------------------------------------------------
 
 def _pivot_root(new: str, old: str) -> None:
-    nr = SYS_PIVOT_ROOT.get(os.uname().machine)
-    if nr is None:
-        raise SetupError(f"pivot_root: unknown syscall number on {os.uname().machine}")
+    nr = SYS_PIVOT_ROOT.get(os.uname().machine, -1)
     _call(_libc.syscall(ctypes.c_long(nr), new.encode(), old.encode()), f"pivot_root {new}")
 
 
 def _mount_points_under(path: str) -> list[str]:
     with open(OLD + "/proc/self/mountinfo") as fh:
-        points = [line.split(" ")[4] for line in fh]
-    points = [p.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
-              .replace("\\134", "\\") for p in points]
+        points = [line.split(" ")[4].replace("\\040", " ").replace("\\011", "\t")
+                  .replace("\\012", "\n").replace("\\134", "\\") for line in fh]
     return [p for p in points if p == path or p.startswith(path.rstrip("/") + "/")]
 
 
@@ -198,11 +186,8 @@ def _seal(path: str) -> None:
 
 
 def _make_point(src: str, dst: str) -> None:
-    if os.path.isdir(src):
-        os.makedirs(dst, exist_ok=True)
-        return
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    if not os.path.lexists(dst):
+    os.makedirs(dst if os.path.isdir(src) else os.path.dirname(dst), exist_ok=True)
+    if not os.path.isdir(src) and not os.path.lexists(dst):
         os.close(os.open(dst, os.O_CREAT | os.O_WRONLY, 0o644))
 
 
@@ -307,6 +292,8 @@ def parse(argv: list[str]) -> dict:
 
 
 def _exec(argv: list[str]) -> None:
+    for sig in (SIGPIPE, SIGXFSZ):  # Python ignores these; the command gets the defaults
+        _signal.signal(sig, _signal.SIG_DFL)
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
@@ -314,19 +301,10 @@ def _exec(argv: list[str]) -> None:
     os._exit(127)
 
 
-def _forward(child: int):
-    def handler(signum, _frame):
-        try:
-            os.kill(child, signum)
-        except OSError:
-            pass
-    return handler
-
-
 def _wait_for(child: int) -> int:
     """Reap every child (orphans included) until ``child`` ends; its wait status."""
     for sig in (SIGTERM, SIGINT, SIGHUP):
-        _signal.signal(sig, _forward(child))
+        _signal.signal(sig, lambda signum, _frame: _kill(child, signum))  # pass it on
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == child:
@@ -336,7 +314,7 @@ def _wait_for(child: int) -> int:
 def _close_fds(keep: int) -> None:
     """Close every fd from 3 up but ``keep``: inherited fds belong to the command alone."""
     os.closerange(3, keep)
-    os.closerange(keep + 1, 1 << 16)
+    os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
 
 
 def _init(argv: list[str], status_w: int) -> None:

@@ -14,8 +14,6 @@ from forgekernel.sandbox.spec import SandboxSpec, sandbox_env
 
 BOOT = str(Path(__file__).with_name("_boot.py"))
 """The standard-library launcher (run by path with ``python -I -S``; imports no forgekernel)."""
-SETUP_FAILED = 125
-"""Exit status of the stdlib launcher when the sandbox could not be built."""
 
 
 @dataclass(frozen=True)

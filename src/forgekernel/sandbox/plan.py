@@ -15,7 +15,6 @@ import glob
 import os
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from forgekernel.sandbox.spec import SandboxSpec
 
