@@ -201,6 +201,29 @@ def test_no_way_back_to_a_writable_mount(mech, tmp_path):
     assert seen.get("write", "EROFS") == "EROFS"
 
 
+SYSCTL_CODE = """
+import errno, json, os
+out = {}
+for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/vm/drop_caches", "/proc/sysrq-trigger"):
+    try:
+        os.close(os.open(path, os.O_WRONLY))  # opened only, never written
+        out[path] = "opened for writing"
+    except OSError as exc:
+        out[path] = errno.errorcode[exc.errno]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("pid_namespace", [True, False], ids=["pidns", "no-pidns"])
+def test_host_kernel_settings_stay_read_only(mech, tmp_path, pid_namespace):
+    """uid 0 needs no capability to write /proc/sys (core_pattern runs a program as the
+    host's root): every /proc the sandbox gets has it read-only."""
+    seen = run(mech, _spec(tmp_path, pid_namespace=pid_namespace), SYSCTL_CODE)
+    for path, result in seen.items():
+        assert result in ("EROFS", "EACCES", "ENOENT"), (path, result)
+    assert seen["/proc/sys/kernel/core_pattern"] != "ENOENT"
+
+
 PROBE_MODULE = """
 import json, sys
 print(json.dumps({"path": sys.path, "flags_isolated": sys.flags.isolated}))
@@ -387,7 +410,9 @@ def test_the_plan_hides_homes_and_refuses_bad_paths(tmp_path):
     dsts = [m.dst for m in plan]
     assert "/home" not in dsts and "/run" not in dsts and "/var" not in dsts
     assert sb.Mount("tmpfs", "/tmp") in plan and sb.Mount("proc", "/proc") in plan
-    assert sb.Mount("ro-bind", "/proc", "/proc") in sb.mount_plan(_spec(tmp_path, pid_namespace=False))
+    host_proc = sb.mount_plan(_spec(tmp_path, pid_namespace=False))
+    assert sb.Mount("bind", "/proc", "/proc") in host_proc
+    assert sb.Mount("ro-bind", "/proc/sys", "/proc/sys") in host_proc
     with pytest.raises(ValueError, match="do not exist"):
         sb.mount_plan(_spec(tmp_path, readonly=(tmp_path / "nope",)))
     with pytest.raises(ValueError, match="cannot expose"):

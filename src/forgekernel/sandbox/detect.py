@@ -117,5 +117,8 @@ def describe(bwrap: str | None = None) -> tuple[bool, str, str]:
     detail = det.reason
     if det.passed_over:
         detail += f" ({'; '.join(det.passed_over)})"
-    fix = "" if det.mechanism.name == "bwrap" else "apt-get install bubblewrap (preferred mechanism)"
-    return True, detail, fix
+    if det.mechanism.name == "bwrap":
+        return True, detail, ""
+    if bwrap:
+        return True, detail, f"the configured bwrap ({bwrap}) does not work: fix FK_BWRAP or unset it"
+    return True, detail, "apt-get install bubblewrap (the preferred mechanism)"

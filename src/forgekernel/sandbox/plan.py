@@ -3,7 +3,8 @@
 The root is an empty read-only tmpfs. On it: the system directories read-only (``/usr``,
 ``/etc`` with its secrets masked, the ``/lib*`` and ``/bin`` links), ``/sys`` read-only, a
 minimal ``/dev`` (null, zero, full, random, urandom, tty, a private ``/dev/shm``), a fresh
-``/proc`` (or the host's, read-only, without a PID namespace), an empty writable ``/tmp``,
+``/proc`` (or the host's without a PID namespace; ``/proc/sys`` and the like read-only in
+both), an empty writable ``/tmp``,
 the caller's read-only paths and the scratch directory, writable. Home directories,
 ``/run``, ``/var``, ``/mnt`` and everything else are absent.
 """
@@ -27,6 +28,9 @@ MASKED = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/
 GPU_DRIVER_PATHS = ("/usr/local/nvidia", "/usr/local/cuda", "/opt/nvidia", "/etc/nvidia")
 """Driver and toolkit directories bound read-only for GPU jobs when present (libcuda's own
 directory, from the loader cache, and LD_LIBRARY_PATH entries are added too)."""
+PROC_COVERS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+"""Bound read-only over any /proc: files there are writable by uid 0 without a capability
+(``/proc/sys/kernel/core_pattern`` runs a program as the host's root on the next crash)."""
 VIRTUAL = ("/proc", "/dev", "/sys")
 
 
@@ -109,6 +113,14 @@ def _user_mounts(spec: SandboxSpec, covered: list[str]) -> list[Mount]:
     return out
 
 
+def proc_mounts(pid_namespace: bool) -> list[Mount]:
+    """A fresh procfs of the sandbox's PID namespace, or else the host's /proc (writable:
+    libcuda names its threads through /proc/self/task/*/comm and fails on a read-only
+    /proc); in both cases :data:`PROC_COVERS` read-only."""
+    first = Mount("proc", "/proc") if pid_namespace else Mount("bind", "/proc", "/proc")
+    return [first, *(Mount("ro-bind", p, p) for p in PROC_COVERS if os.path.exists(p))]
+
+
 def mount_plan(spec: SandboxSpec) -> list[Mount]:
     """Every step that builds the sandbox's filesystem for ``spec``, in order."""
     plan = system_mounts()
@@ -116,7 +128,7 @@ def mount_plan(spec: SandboxSpec) -> list[Mount]:
     plan += [Mount("ro-bind", "/sys", "/sys"), Mount("dev", "/dev")]
     if spec.gpu:
         plan += gpu_mounts(spec, covered)
-    plan.append(Mount("proc", "/proc") if spec.pid_namespace else Mount("ro-bind", "/proc", "/proc"))
+    plan += proc_mounts(spec.pid_namespace)
     plan.append(Mount("tmpfs", "/tmp"))
     plan += _user_mounts(spec, covered)
     cwd = os.path.realpath(spec.cwd or spec.scratch)
