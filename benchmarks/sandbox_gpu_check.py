@@ -46,6 +46,22 @@ res["wall_s"] = round(time.time() - t0, 2)
 print(json.dumps(res))
 '''
 
+TORCH_IPC = '''
+import json, pickle, sys, torch
+if sys.argv[1] == "export":
+    t = torch.arange(1024, device="cuda", dtype=torch.int32)
+    print(json.dumps({"handle": pickle.dumps(t.untyped_storage()._share_cuda_()).hex()}), flush=True)
+    sys.stdin.readline()
+else:
+    try:
+        args = pickle.loads(bytes.fromhex(sys.argv[2]))
+        storage = torch.UntypedStorage._new_shared_cuda(*args)
+        t = torch.empty(0, dtype=torch.int32, device="cuda").set_(storage)
+        print(json.dumps({"sum_ok": int(t.sum()) == 1024 * 1023 // 2}))
+    except Exception as exc:
+        print(json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:200]}"}))
+'''
+
 IPC = '''
 import ctypes, json, sys
 cu = ctypes.CDLL("libcuda.so.1")
@@ -127,11 +143,13 @@ def gpu_probe(mech, tmp: Path, prog: Path, pidns: bool) -> dict:
     return row
 
 
-def ipc(mech, tmp: Path, prog: Path, pidns: bool, inside: str, private_ipc: bool) -> dict:
-    """CUDA IPC with the exporter ``inside`` ('export' or 'import') the sandbox."""
+def ipc(mech, tmp: Path, prog: Path, pidns: bool, inside: str, private_ipc: bool,
+        api: str = "ipc.py") -> dict:
+    """CUDA IPC (``api``: the driver's, or PyTorch's storage sharing) with the ``inside``
+    side ('export' or 'import') in the sandbox."""
     from forgekernel import sandbox as sb
 
-    script = [sys.executable, "-I", str(prog / "ipc.py")]
+    script = [sys.executable, "-I", str(prog / api)]
     launch = sb.command(mech, _spec(tmp, prog, pidns), [*script, "export"])
     argv = list(launch.argv)
     if private_ipc:
@@ -173,6 +191,7 @@ def main() -> None:
         prog.mkdir()
         (prog / "gpu_probe.py").write_text(GPU_PROBE)
         (prog / "ipc.py").write_text(IPC)
+        (prog / "torch_ipc.py").write_text(TORCH_IPC)
         for name in MECHANISMS:
             det = sb.probe(mechanisms=(name,))
             row: dict = {"reason": det.reason}
@@ -186,6 +205,8 @@ def main() -> None:
                     for private in (True, False) if not pidns else (True,):
                         label = f"ipc_{inside}_inside" + ("_private_ipc" if private else "")
                         row[key][label] = ipc(det.mechanism, tmp, prog, pidns, inside, private)
+                    row[key][f"torch_ipc_{inside}_inside"] = ipc(
+                        det.mechanism, tmp, prog, pidns, inside, pidns, "torch_ipc.py")
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text + "\n")
