@@ -85,7 +85,7 @@ if sys.argv[1] == "export":
     data = (ctypes.c_uint32 * N)(*range(N))
     ck(cu.cuMemcpyHtoD_v2(ptr, data, ctypes.c_size_t(4 * N)), "cuMemcpyHtoD")
     ck(cu.cuIpcGetMemHandle(ctypes.byref(handle), ptr), "cuIpcGetMemHandle")
-    print(json.dumps({"handle": bytes(handle.reserved).hex().ljust(128, "0")}), flush=True)
+    print(json.dumps({"handle": ctypes.string_at(ctypes.addressof(handle), 64).hex()}), flush=True)
     sys.stdin.readline()
 else:
     handle = Handle.from_buffer_copy(bytes.fromhex(sys.argv[2]))
@@ -146,7 +146,7 @@ def gpu_probe(mech, tmp: Path, prog: Path, pidns: bool) -> dict:
 def ipc(mech, tmp: Path, prog: Path, pidns: bool, inside: str, private_ipc: bool,
         api: str = "ipc.py") -> dict:
     """CUDA IPC (``api``: the driver's, or PyTorch's storage sharing) with the ``inside``
-    side ('export' or 'import') in the sandbox."""
+    side ('export' or 'import', or 'none': the control) in the sandbox."""
     from forgekernel import sandbox as sb
 
     script = [sys.executable, "-I", str(prog / api)]
@@ -166,7 +166,7 @@ def ipc(mech, tmp: Path, prog: Path, pidns: bool, inside: str, private_ipc: bool
         if "handle" not in first:
             return {"export": first}
         imp = [*script, "import", first["handle"]]
-        if not boxed_export:
+        if inside == "import":
             imp = sb.command(mech, _spec(tmp, prog, pidns), imp).argv
             imp = _with_ipc_ns(list(imp), mech.name) if private_ipc else list(imp)
         out = subprocess.run(imp, env=launch.env, capture_output=True, text=True, timeout=120)
@@ -185,13 +185,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    result: dict = {"facts": facts(), "mechanisms": {}}
+    result: dict = {"facts": facts(), "control": {}, "mechanisms": {}}
     with tempfile.TemporaryDirectory() as t:
         tmp, prog = Path(t), Path(t) / "prog"
         prog.mkdir()
         (prog / "gpu_probe.py").write_text(GPU_PROBE)
         (prog / "ipc.py").write_text(IPC)
         (prog / "torch_ipc.py").write_text(TORCH_IPC)
+        stdlib = sb.probe(mechanisms=("stdlib",)).mechanism
+        for api in ("ipc.py", "torch_ipc.py"):  # no sandbox on either side
+            result["control"][api] = ipc(stdlib, tmp, prog, False, "none", False, api)
         for name in MECHANISMS:
             det = sb.probe(mechanisms=(name,))
             row: dict = {"reason": det.reason}
