@@ -48,15 +48,14 @@ print(json.dumps(res))
 
 TORCH_IPC = '''
 import json, pickle, sys, torch
+from torch.multiprocessing.reductions import rebuild_cuda_tensor, reduce_tensor
 if sys.argv[1] == "export":
     t = torch.arange(1024, device="cuda", dtype=torch.int32)
-    print(json.dumps({"handle": pickle.dumps(t.untyped_storage()._share_cuda_()).hex()}), flush=True)
+    print(json.dumps({"handle": pickle.dumps(reduce_tensor(t)[1]).hex()}), flush=True)
     sys.stdin.readline()
 else:
     try:
-        args = pickle.loads(bytes.fromhex(sys.argv[2]))
-        storage = torch.UntypedStorage._new_shared_cuda(*args)
-        t = torch.empty(0, dtype=torch.int32, device="cuda").set_(storage)
+        t = rebuild_cuda_tensor(*pickle.loads(bytes.fromhex(sys.argv[2])))
         print(json.dumps({"sum_ok": int(t.sum()) == 1024 * 1023 // 2}))
     except Exception as exc:
         print(json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:200]}"}))

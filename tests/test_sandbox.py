@@ -405,6 +405,19 @@ def test_gpu_devices_are_bound(mech, tmp_path):
     assert not [m for m in cpu if m.op == "dev-bind"]
 
 
+def test_dev_shm_is_private_unless_shared(mech, tmp_path):
+    name = f"fk-shm-{uuid.uuid4().hex}"
+    host = Path("/dev/shm") / name
+    host.write_text("outside")
+    code = ("import json, os, sys; p = '/dev/shm/' + sys.argv[1]; "
+            "print(json.dumps(open(p).read() if os.path.exists(p) else None))")
+    try:
+        assert run(mech, _spec(tmp_path), code, name) is None
+        assert run(mech, _spec(tmp_path, share_shm=True), code, name) == "outside"
+    finally:
+        host.unlink()
+
+
 def test_the_plan_hides_homes_and_refuses_bad_paths(tmp_path):
     plan = sb.mount_plan(_spec(tmp_path))
     dsts = [m.dst for m in plan]

@@ -126,6 +126,8 @@ def mount_plan(spec: SandboxSpec) -> list[Mount]:
     plan = system_mounts()
     covered = [m.dst for m in plan if m.op == "ro-bind" and m.dst in SYSTEM_PATHS]
     plan += [Mount("ro-bind", "/sys", "/sys"), Mount("dev", "/dev")]
+    if spec.share_shm:
+        plan.append(Mount("bind", "/dev/shm", "/dev/shm"))
     if spec.gpu:
         plan += gpu_mounts(spec, covered)
     plan += proc_mounts(spec.pid_namespace)

@@ -39,8 +39,9 @@ class SandboxSpec:
     not matching ``env_allow`` are refused. ``gpu`` adds the NVIDIA device nodes
     (``gpu_devices``, default every ``/dev/nvidia*``) and driver files; ``network`` keeps
     the host's network (default: a private one with only loopback); ``pid_namespace``
-    False shares the host's PID and IPC namespaces (CUDA IPC with a process outside needs
-    it) while the tree is still killed through a subreaper.
+    False shares the host's PID and IPC namespaces (the tree is still killed, through a
+    subreaper); ``share_shm`` binds the host's ``/dev/shm`` writable instead of a private
+    one (PyTorch's CUDA tensor sharing with a process outside needs it: see docs/sandbox.md).
     """
 
     scratch: Path
@@ -52,6 +53,7 @@ class SandboxSpec:
     cwd: Path | None = None
     env_allow: tuple[str, ...] = ENV_ALLOW
     gpu_devices: tuple[Path, ...] = ()
+    share_shm: bool = False
 
 
 def env_allowed(name: str, allow: Iterable[str] = ENV_ALLOW) -> bool:
