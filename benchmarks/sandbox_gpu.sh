@@ -7,7 +7,7 @@ set -u
 OUT=${OUT:-/tmp/sandbox_gpu}
 mkdir -p "$OUT"
 round() {  # $1: label
-  python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py >"$OUT/pytest_$1.txt" 2>&1
+  python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py tests/test_sandbox_processes.py >"$OUT/pytest_$1.txt" 2>&1
   tail -3 "$OUT/pytest_$1.txt"
   python3 benchmarks/sandbox_gpu_check.py --out "$OUT/gpu_$1.json" >/dev/null 2>"$OUT/gpu_$1.err"
   python3 benchmarks/sandbox_overhead.py --runs 20 --gpu --out "$OUT/overhead_$1.json" >/dev/null

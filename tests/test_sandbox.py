@@ -1,7 +1,8 @@
 """The sandbox for untrusted workers, tested with real processes on every mechanism present.
 
 Each test runs ``python -I -c CODE`` inside a sandbox; CODE prints one JSON line with what it
-saw. Mechanisms missing here are skipped with the reason probe() gives.
+saw. Mechanisms missing here are skipped with the reason probe() gives. Process-tree and
+exit-status tests are in test_sandbox_processes.py.
 """
 
 from __future__ import annotations
@@ -9,56 +10,22 @@ from __future__ import annotations
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from forgekernel import sandbox as sb
-from forgekernel.sandbox.detect import MECHANISMS
 from forgekernel.sandbox.launch import Launch
-
-
-def _mechanisms():
-    out = []
-    for name in MECHANISMS:
-        det = sb.probe(mechanisms=(name,))
-        marks = () if det.mechanism else pytest.mark.skip(reason=det.reason)
-        out.append(pytest.param(det.mechanism, id=name, marks=marks))
-    return out
-
-
-MECHS = _mechanisms()
+from sandbox_support import MECHS, make_spec, run
 
 
 @pytest.fixture(params=MECHS)
 def mech(request) -> sb.Mechanism:
     return request.param
-
-
-def _spec(tmp_path: Path, readonly=(), **kw) -> sb.SandboxSpec:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir(exist_ok=True)
-    kw.setdefault("env", sb.filter_env(os.environ))
-    return sb.SandboxSpec(scratch=scratch, readonly=(*sb.python_paths(), *readonly), **kw)
-
-
-def _launch(mech, spec, code: str, *args: str) -> Launch:
-    return sb.command(mech, spec, [sys.executable, "-I", "-c", code, *args])
-
-
-def run(mech, spec, code: str, *args: str, pass_fds=()) -> dict:
-    """Run CODE in the sandbox; the JSON it printed last (fails with its stderr otherwise)."""
-    launch = _launch(mech, spec, code, *args)
-    out = subprocess.run(**launch.popen_kwargs(), capture_output=True, text=True, timeout=60,
-                         pass_fds=pass_fds)
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 SECRETS = {"ANTHROPIC_API_KEY": "sk-ant-fake", "OPENAI_API_KEY": "sk-fake",
@@ -73,7 +40,7 @@ def test_environment_holds_no_secret_and_points_into_scratch(mech, tmp_path, mon
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE")
     monkeypatch.setenv("HOME", str(home))
-    spec = _spec(tmp_path)
+    spec = make_spec(tmp_path)
     seen = run(mech, spec, "import json, os; print(json.dumps({'env': dict(os.environ), "
                f"'key': os.path.exists({str(home / '.ssh/id_ed25519')!r})}}))")
     env = seen["env"]
@@ -111,7 +78,7 @@ def test_no_network_even_to_the_host_loopback(mech, tmp_path):
         server.listen(8)
         port = server.getsockname()[1]
         socket.create_connection(("127.0.0.1", port), timeout=3).close()  # reachable outside
-        seen = run(mech, _spec(tmp_path), NET_CODE, str(port))
+        seen = run(mech, make_spec(tmp_path), NET_CODE, str(port))
     assert seen["connect"] == "ConnectionRefusedError"  # its own loopback: nobody listens
     assert seen["ifaces"] == ["lo"]
 
@@ -148,7 +115,7 @@ def test_writes_outside_scratch_fail(mech, tmp_path):
     paths = _fake_project(tmp_path)
     site = next(p for p in sys.path if p.endswith("site-packages"))
     pkg = Path(forgekernel.__file__).parent
-    spec = _spec(tmp_path, readonly=(paths["run"], paths["ws"]))
+    spec = make_spec(tmp_path, readonly=(paths["run"], paths["ws"]))
     marker = f"forge-sandbox-{uuid.uuid4().hex}"
     targets = {
         "ledger": paths["run"] / "ledger.jsonl", "run dir": paths["run"] / "attempts" / "new.json",
@@ -195,7 +162,7 @@ print(json.dumps(out))
 def test_no_way_back_to_a_writable_mount(mech, tmp_path):
     """No capability inside, and a nested user namespace inherits the mounts locked."""
     site = next(p for p in sys.path if p.endswith("site-packages"))
-    seen = run(mech, _spec(tmp_path), REMOUNT_CODE, site)
+    seen = run(mech, make_spec(tmp_path), REMOUNT_CODE, site)
     assert seen["direct"] == "EPERM"
     assert seen["nested"] in ("EPERM", "no userns: EPERM", "no userns: ENOSPC"), seen
     assert seen.get("write", "EROFS") == "EROFS"
@@ -218,7 +185,7 @@ print(json.dumps(out))
 def test_host_kernel_settings_stay_read_only(mech, tmp_path, pid_namespace):
     """uid 0 needs no capability to write /proc/sys (core_pattern runs a program as the
     host's root): every /proc the sandbox gets has it read-only."""
-    seen = run(mech, _spec(tmp_path, pid_namespace=pid_namespace), SYSCTL_CODE)
+    seen = run(mech, make_spec(tmp_path, pid_namespace=pid_namespace), SYSCTL_CODE)
     for path, result in seen.items():
         assert result in ("EROFS", "EACCES", "ENOENT"), (path, result)
     assert seen["/proc/sys/kernel/core_pattern"] != "ENOENT"
@@ -234,7 +201,7 @@ def test_python_isolated_ignores_planted_code(mech, tmp_path):
     prog = tmp_path / "prog"
     prog.mkdir()
     (prog / "fk_probe_mod.py").write_text(PROBE_MODULE)
-    spec = _spec(tmp_path, readonly=(prog,))
+    spec = make_spec(tmp_path, readonly=(prog,))
     scratch = Path(os.path.realpath(spec.scratch))
     env = {**sb.sandbox_env(spec), "PYTHONPATH": str(scratch), "PYTHONSTARTUP": str(scratch / "s.py")}
     hit = scratch / "pwned"
@@ -246,7 +213,7 @@ def test_python_isolated_ignores_planted_code(mech, tmp_path):
     for name in ("sitecustomize.py", "usercustomize.py", "runpy.py", "json.py", "s.py"):
         (scratch / name).write_text(payload)
     allow = (*sb.ENV_ALLOW, "PYTHONPATH", "PYTHONSTARTUP")
-    spec = _spec(tmp_path, readonly=(prog,), env=env, env_allow=allow)
+    spec = make_spec(tmp_path, readonly=(prog,), env=env, env_allow=allow)
     argv = sb.python_argv("fk_probe_mod", python_path=[str(prog), *sys.path])
     out = subprocess.run(**sb.command(mech, spec, argv).popen_kwargs(), capture_output=True,
                          text=True, timeout=60)
@@ -266,7 +233,7 @@ def test_inherited_fds_and_the_signed_channel_work(mech, tmp_path):
 
     rfd, wfd = os.pipe()
     try:
-        run(mech, _spec(tmp_path), "import os, sys; os.write(int(sys.argv[1]), b'hello'); print('{}')",
+        run(mech, make_spec(tmp_path), "import os, sys; os.write(int(sys.argv[1]), b'hello'); print('{}')",
             str(wfd), pass_fds=(wfd,))
         os.close(wfd)
         assert os.read(rfd, 100) == b"hello"
@@ -276,7 +243,7 @@ def test_inherited_fds_and_the_signed_channel_work(mech, tmp_path):
     rfd, wfd = os.pipe()
     envelope = {"key": "k" * 64, "fd": wfd, "delivery": "cpu", "timing_label": "cpu-interpret",
                 "payload": {"act": "echo", "ping": 1}}
-    launch = sb.command(mech, _spec(tmp_path), sb.python_argv("forgekernel.delivery.echo_worker"))
+    launch = sb.command(mech, make_spec(tmp_path), sb.python_argv("forgekernel.delivery.echo_worker"))
     with tempfile.TemporaryFile() as stdin:
         stdin.write(json.dumps(envelope).encode())
         stdin.seek(0)
@@ -290,97 +257,6 @@ def test_inherited_fds_and_the_signed_channel_work(mech, tmp_path):
     assert error == "" and result["echo"]["ping"] == 1
 
 
-ESCAPE_CODE = """
-import os, sys, time
-marker, started, then = sys.argv[1], sys.argv[2], sys.argv[3]
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.execv(sys.executable, [sys.executable, "-c",
-                 f"open({started!r}, 'w').close(); import time; time.sleep(300)", marker])
-    os._exit(0)
-os.wait()
-while not os.path.exists(started):
-    time.sleep(0.01)
-print("{}", flush=True)
-if then == "hang":
-    time.sleep(300)
-"""
-
-
-def _marked(marker: str) -> list[int]:
-    """Host pids of live processes whose command line holds ``marker``."""
-    out = []
-    for name in os.listdir("/proc"):
-        try:
-            cmd = Path(f"/proc/{name}/cmdline").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmd and state != b"Z" and name.isdigit():
-            out.append(int(name))
-    return out
-
-
-def _gone_soon(marker: str, seconds: float = 3.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while _marked(marker):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-@pytest.mark.parametrize("pid_namespace", [True, False], ids=["pidns", "no-pidns"])
-def test_escaped_grandchild_dies_when_the_command_ends(mech, tmp_path, pid_namespace):
-    spec = _spec(tmp_path, pid_namespace=pid_namespace)
-    marker = f"fk-escape-{uuid.uuid4().hex}"
-    started = Path(os.path.realpath(spec.scratch)) / "started"
-    run(mech, spec, ESCAPE_CODE, marker, str(started), "exit")
-    assert started.exists()  # the setsid() grandchild did run
-    assert _gone_soon(marker), f"left running: {_marked(marker)}"
-
-
-@pytest.mark.parametrize("pid_namespace", [True, False], ids=["pidns", "no-pidns"])
-def test_kill_tree_ends_an_escaped_grandchild(mech, tmp_path, pid_namespace):
-    spec = _spec(tmp_path, pid_namespace=pid_namespace)
-    marker = f"fk-escape-{uuid.uuid4().hex}"
-    started = Path(os.path.realpath(spec.scratch)) / "started"
-    launch = _launch(mech, spec, ESCAPE_CODE, marker, str(started), "hang")
-    proc = subprocess.Popen(**launch.popen_kwargs(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        assert proc.stdout.readline().strip() == b"{}", proc.stderr.read()
-        assert _marked(marker), "the grandchild should be running"
-        sb.kill_tree(proc)
-        proc.wait(timeout=10)
-        assert _gone_soon(marker), f"left running: {_marked(marker)}"
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-
-
-def test_without_pid_namespace_the_callers_secrets_stay_out_of_reach(mech, tmp_path):
-    code = ("import json, sys\ntry:\n    open(f'/proc/{sys.argv[1]}/environ').read(); r = 'read'\n"
-            "except OSError as exc:\n    r = type(exc).__name__\nprint(json.dumps({'environ': r}))")
-    seen = run(mech, _spec(tmp_path, pid_namespace=False), code, str(os.getpid()))
-    assert seen["environ"] == "PermissionError"
-    seen = run(mech, _spec(tmp_path), code, str(os.getpid()))
-    assert seen["environ"] in ("FileNotFoundError", "PermissionError")  # another ns: not ours
-
-
-def test_exit_codes_and_signals_come_back(mech, tmp_path):
-    spec = _spec(tmp_path)
-    for code, expect in (("raise SystemExit(3)", (3, None)),
-                         ("import os; os.kill(os.getpid(), 11)", (None, 11))):
-        launch = _launch(mech, spec, code)
-        rc = subprocess.run(**launch.popen_kwargs(), capture_output=True, timeout=60).returncode
-        assert launch.status(rc) == expect, (code, rc)
-
-
 def test_gpu_devices_are_bound(mech, tmp_path):
     """No GPU here: fake device files stand in for /dev/nvidia*; the plan binds them with
     device access, and the sandbox shows them at /dev."""
@@ -391,7 +267,7 @@ def test_gpu_devices_are_bound(mech, tmp_path):
     for n in nodes:
         n.write_text("")
     env = {**sb.filter_env(os.environ), "LD_LIBRARY_PATH": str(lib)}
-    spec = _spec(tmp_path, gpu=True, gpu_devices=nodes, env=env)
+    spec = make_spec(tmp_path, gpu=True, gpu_devices=nodes, env=env)
     plan = sb.mount_plan(spec)
     for n in nodes:
         assert sb.Mount("dev-bind", f"/dev/{n.name}", str(n)) in plan
@@ -401,7 +277,7 @@ def test_gpu_devices_are_bound(mech, tmp_path):
     assert f"--dev-bind {nodes[0]} /dev/nvidia0" in argv
     seen = run(mech, spec, "import json, os; print(json.dumps(sorted(os.listdir('/dev'))))")
     assert {"nvidia0", "nvidiactl", "nvidia-uvm", "null", "shm"} <= set(seen)
-    cpu = sb.mount_plan(_spec(tmp_path, gpu_devices=nodes))
+    cpu = sb.mount_plan(make_spec(tmp_path, gpu_devices=nodes))
     assert not [m for m in cpu if m.op == "dev-bind"]
 
 
@@ -412,26 +288,26 @@ def test_dev_shm_is_private_unless_shared(mech, tmp_path):
     code = ("import json, os, sys; p = '/dev/shm/' + sys.argv[1]; "
             "print(json.dumps(open(p).read() if os.path.exists(p) else None))")
     try:
-        assert run(mech, _spec(tmp_path), code, name) is None
-        assert run(mech, _spec(tmp_path, share_shm=True), code, name) == "outside"
+        assert run(mech, make_spec(tmp_path), code, name) is None
+        assert run(mech, make_spec(tmp_path, share_shm=True), code, name) == "outside"
     finally:
         host.unlink()
 
 
 def test_the_plan_hides_homes_and_refuses_bad_paths(tmp_path):
-    plan = sb.mount_plan(_spec(tmp_path))
+    plan = sb.mount_plan(make_spec(tmp_path))
     dsts = [m.dst for m in plan]
     assert "/home" not in dsts and "/run" not in dsts and "/var" not in dsts
     assert sb.Mount("tmpfs", "/tmp") in plan and sb.Mount("proc", "/proc") in plan
-    host_proc = sb.mount_plan(_spec(tmp_path, pid_namespace=False))
+    host_proc = sb.mount_plan(make_spec(tmp_path, pid_namespace=False))
     assert sb.Mount("bind", "/proc", "/proc") in host_proc
     assert sb.Mount("ro-bind", "/proc/sys", "/proc/sys") in host_proc
     with pytest.raises(ValueError, match="do not exist"):
-        sb.mount_plan(_spec(tmp_path, readonly=(tmp_path / "nope",)))
+        sb.mount_plan(make_spec(tmp_path, readonly=(tmp_path / "nope",)))
     with pytest.raises(ValueError, match="cannot expose"):
-        sb.mount_plan(_spec(tmp_path, readonly=(Path("/proc/1"),)))
+        sb.mount_plan(make_spec(tmp_path, readonly=(Path("/proc/1"),)))
     with pytest.raises(ValueError, match="not visible"):
-        sb.mount_plan(_spec(tmp_path, cwd=tmp_path))
+        sb.mount_plan(make_spec(tmp_path, cwd=tmp_path))
 
 
 def test_a_missing_mechanism_says_why_in_one_line():
@@ -451,23 +327,3 @@ def test_status_decoding():
     assert Launch((), mechanism="bwrap").status(139) == (None, 11)
     assert Launch((), mechanism="stdlib").status(-9) == (None, 9)
     assert Launch((), mechanism="stdlib").status(139) == (139, None)
-
-
-def _spawn_ms(argv: list[str], env: dict, n: int) -> float:
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        subprocess.run(argv, env=env, check=True, capture_output=True, timeout=60)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
-
-
-def test_startup_overhead(mech, tmp_path, request):
-    spec = _spec(tmp_path)
-    argv = [sys.executable, "-I", "-S", "-c", "pass"]
-    launch = sb.command(mech, spec, argv)
-    plain = _spawn_ms(argv, launch.env, 7)
-    boxed = _spawn_ms(list(launch.argv), launch.env, 7)
-    request.node.user_properties.append((f"{mech.name}_spawn_overhead_ms", round(boxed - plain, 1)))
-    assert boxed - plain < 250, f"{mech.name}: {boxed - plain:.0f} ms per spawn"
-
