@@ -108,7 +108,7 @@ def test_doctor_json_lists_every_check():
     assert out.returncode in (0, 1)
     names = {c["name"] for c in json.loads(out.stdout)}
     assert {"python", "torch", "gpu", "triton", "git", "nvcc", "ncu", "compute-sanitizer",
-            "claude CLI", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "delivery"} <= names
+            "claude CLI", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "delivery", "sandbox"} <= names
     assert time.time() - t < 120
 
 

@@ -32,6 +32,7 @@ ENV_KEYS = {
     "FK_SSH_CONFIG": "ssh_config",
     "RAY_ADDRESS": "ray_address",
     "FK_REMOTE_DEVICE": "remote_device",
+    "FK_BWRAP": "bwrap",
 }
 """Environment / local.env variable -> Settings field."""
 
@@ -80,6 +81,8 @@ class Settings(BaseModel):
     """``gpu`` (default) or ``cpu`` (Triton interpreter) for jobs on the ``ssh``/``ray`` delivery."""
     kb_dir: str | None = None
     """Hardware knowledge base directory (default: ``hw_kb/`` at the repository root)."""
+    bwrap: str | None = None
+    """bubblewrap binary for the worker sandbox (default: ``bwrap`` on PATH)."""
     secrets_present: dict[str, bool] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
     """Field -> where its value came from (default, local.env, environment, flag)."""

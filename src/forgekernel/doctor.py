@@ -107,8 +107,17 @@ def _delivery(settings: Settings) -> list[Check]:
     return checks
 
 
+def _sandbox(settings: Settings) -> Check:
+    """Which sandbox runs untrusted workers (bubblewrap, the stdlib launcher) or what is missing."""
+    from forgekernel.sandbox import describe
+
+    ok, detail, fix = describe(settings.bwrap)
+    return Check("sandbox", ok, detail, fix)
+
+
 def run_checks(settings: Settings) -> list[Check]:
-    return [_python(), *_torch_and_gpu(), _triton(), *_tools(), *_agents(settings), *_delivery(settings)]
+    return [_python(), *_torch_and_gpu(), _triton(), *_tools(), _sandbox(settings),
+            *_agents(settings), *_delivery(settings)]
 
 
 def as_json(checks: list[Check]) -> list[dict]:
