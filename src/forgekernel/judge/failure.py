@@ -54,6 +54,39 @@ def _kind(exc: BaseException) -> tuple[Status, str, bool]:
     return Status.RUNTIME_ERROR, f"raised {name}", False
 
 
+def describe(exc: BaseException, candidate_dir: str) -> dict[str, Any]:
+    """An exception the candidate raised, as data (what the executor sends the verifier)."""
+    status, what, fatal = _kind(exc)
+    message = str(exc).strip()
+    if len(message) > MESSAGE_CAP:
+        message = message[:MESSAGE_CAP] + " ..."
+    return {"type": type(exc).__name__, "message": message, "trace": _trace(exc, candidate_dir),
+            "status": status.value, "what": what, "fatal": fatal}
+
+
+def from_description(desc: dict[str, Any], *, phase: str, where: str, hidden: bool) -> Failure:
+    """The Failure for an exception the executor described (untrusted text, capped)."""
+    try:
+        status = Status(str(desc.get("status")))
+    except ValueError:
+        status = Status.RUNTIME_ERROR
+    if status not in (Status.RUNTIME_ERROR, Status.COMPILE_ERROR):
+        status = Status.RUNTIME_ERROR
+    name = str(desc.get("type", "Exception"))[:80]
+    what = str(desc.get("what", f"raised {name}"))[:200]
+    fatal = bool(desc.get("fatal"))
+    if phase == "import" and status is Status.RUNTIME_ERROR and not fatal:
+        status, what = Status.COMPILE_ERROR, f"fails to import ({name})"
+    message = str(desc.get("message", ""))[:MESSAGE_CAP]
+    details: dict[str, Any] = {
+        "kind": "exception", "phase": phase, "workload": where, "hidden": hidden,
+        "exception": {"type": name, "message": "(withheld: hidden workload)" if hidden else message,
+                      "trace": "" if hidden else str(desc.get("trace", ""))[:4000]},
+    }
+    reason = f"{what} on {where}" if phase != "import" else f"kernel {what}"
+    return Failure(status, reason, details, fatal=fatal)
+
+
 def from_exception(exc: BaseException, *, phase: str, where: str, hidden: bool,
                    candidate_dir: str) -> Failure:
     """A Failure for an exception the candidate raised while importing or running."""

@@ -1,0 +1,235 @@
+"""What a candidate's call did, observed inside the executor (the process that runs it).
+
+For every correctness call the executor records, while the call runs:
+
+* the torch functions the candidate's Python code called (a TorchFunctionMode; calls made
+  by Triton's interpreter while it executes a kernel are told apart by a flag that the
+  launch hook sets, not by file names a caller could relabel);
+* its Triton launches (name, arguments) and, under the CPU interpreter, the memory each
+  launch loaded from and stored to (address ranges from the interpreter's load and store
+  operations);
+* on a GPU, for one call per workload, the kernels the device ran (Kineto), their time and
+  the streams they ran on.
+
+The executor returns these as data; the verifier applies the rules
+(:mod:`forgekernel.judge.audit`). An executor is untrusted: a candidate that tampers with
+this module during its call can misreport what ran (not its outputs, nor its time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from forgekernel.judge.audit import TRIVIAL_CALLS, call_name, op_key
+
+
+@dataclass
+class Seen:
+    """One call's observations (live objects until :meth:`summary`)."""
+
+    calls: list[str] = field(default_factory=list)
+    flows: list[tuple[set[int], set[int]]] = field(default_factory=list)
+    launches: list[dict[str, Any]] = field(default_factory=list)
+    keep: list[Any] = field(default_factory=list)
+    inside: list[bool] = field(default_factory=lambda: [False])
+
+
+def storages(value: Any) -> set[int]:
+    """Storage addresses of the tensors in a (nested) value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {value.untyped_storage().data_ptr()} if value.numel() else set()
+    if isinstance(value, (list, tuple)):
+        return set().union(*(storages(v) for v in value)) if value else set()
+    if isinstance(value, dict):
+        return storages(list(value.values()))
+    return set()
+
+
+def _spans(value: Any) -> list[tuple[int, int]]:
+    """(start, end) addresses of the storages of the tensors in a (nested) value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        span = _span(value)
+        return [span] if span else []
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _spans(v)]
+    if isinstance(value, dict):
+        return _spans(list(value.values()))
+    return []
+
+
+def _span(t: Any) -> tuple[int, int] | None:
+    if t.numel() == 0:
+        return None
+    base = t.untyped_storage().data_ptr()
+    return base, base + t.untyped_storage().nbytes()
+
+
+@contextlib.contextmanager
+def _eager(seen: Seen) -> Iterator[None]:
+    from torch.overrides import TorchFunctionMode
+
+    class _Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            result = func(*args, **kwargs)
+            if not seen.inside[0]:
+                name = call_name(func)
+                seen.calls.append(name)
+                if op_key(name) in TRIVIAL_CALLS:
+                    seen.flows.append((storages((args, kwargs)), storages(result)))
+                    seen.keep.append((args, kwargs, result))
+            return result
+
+    with _Mode():
+        yield
+
+
+@contextlib.contextmanager
+def _interpreter(seen: Seen) -> Iterator[None]:
+    """Launches and their loads/stores under the CPU interpreter."""
+    from triton.runtime import interpreter as ti
+
+    original = ti.InterpretedFunction.run
+    builder = ti.interpreter_builder
+    ranges: list[tuple[str, int, int]] = []
+    saved = {n: getattr(builder, n) for n in ("create_load", "create_masked_load",
+                                              "create_store", "create_masked_store")
+             if hasattr(builder, n)}
+
+    def track(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        kind = "load" if "load" in name else "store"
+
+        def wrapped(ptrs: Any, *args: Any, **kwargs: Any) -> Any:
+            data = getattr(ptrs, "data", None)
+            if data is not None and getattr(data, "size", 0):
+                ranges.append((kind, int(data.min()), int(data.max())))
+            return fn(ptrs, *args, **kwargs)
+        return wrapped
+
+    def run(self: Any, *args: Any, grid: Any, warmup: Any, **kwargs: Any) -> Any:
+        if warmup:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        ranges.clear()
+        seen.inside[0] = True
+        try:
+            out = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            seen.inside[0] = False
+        seen.launches.append({"name": self.fn.__name__, "args": storages((args, kwargs)),
+                              "arg_spans": _spans((args, kwargs)),
+                              "loads": [(a, b) for k, a, b in ranges if k == "load"],
+                              "stores": [(a, b) for k, a, b in ranges if k == "store"]})
+        seen.keep.append((args, kwargs))
+        return out
+
+    ti.InterpretedFunction.run = run
+    for name, fn in saved.items():
+        setattr(builder, name, track(name, fn))
+    try:
+        yield
+    finally:
+        ti.InterpretedFunction.run = original
+        for name, fn in saved.items():
+            setattr(builder, name, fn)
+
+
+@contextlib.contextmanager
+def _compiled(seen: Seen) -> Iterator[None]:
+    """Compiled Triton launches (name and arguments) on a GPU."""
+    from triton.runtime.jit import JITFunction
+
+    original = JITFunction.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("warmup"):
+            return original(self, *args, **kwargs)
+        seen.inside[0] = True
+        try:
+            out = original(self, *args, **kwargs)
+        finally:
+            seen.inside[0] = False
+        seen.launches.append({"name": self.fn.__name__, "args": storages((args, kwargs))})
+        seen.keep.append((args, kwargs))
+        return out
+
+    JITFunction.run = run
+    try:
+        yield
+    finally:
+        JITFunction.run = original
+
+
+@contextlib.contextmanager
+def watching(interpret: bool) -> Iterator[Seen]:
+    """Observe the block: eager torch calls and Triton launches (see the module docstring)."""
+    seen = Seen()
+    hook = _interpreter if interpret else _compiled
+    with hook(seen), _eager(seen):
+        yield seen
+
+
+def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...]) -> dict[str, Any]:
+    """JSON-able facts: launches, eager compute calls, which inputs own launches read and
+    which outputs they wrote (directly, or through data movement: a cast, a copy, a view)."""
+    import torch
+
+    touched = set().union(*(launch["args"] for launch in seen.launches)) if seen.launches else set()
+    reach = _reach(seen.flows, touched)
+    by_loads = [launch for launch in seen.launches if "loads" in launch]
+    result: dict[str, Any] = {
+        "launches": [launch["name"] for launch in seen.launches],
+        "eager": sorted({op_key(n) for n in seen.calls} - TRIVIAL_CALLS),
+        "calls": sorted(set(seen.calls)),
+        "outputs_written": [isinstance(o, torch.Tensor) and (o.numel() == 0 or
+                            o.untyped_storage().data_ptr() in reach) for o in outputs],
+        "inputs_passed": [isinstance(a, torch.Tensor) and bool(storages(a) & _reach(seen.flows, storages(a))
+                                                             & touched) for a in inputs],
+    }
+    if by_loads:
+        result["inputs_loaded"] = [_hit(a, by_loads, "loads", seen.flows) for a in inputs]
+        result["outputs_stored"] = [_hit(o, by_loads, "stores", seen.flows, back=True) for o in outputs]
+    return result
+
+
+def _reach(flows: list[tuple[set[int], set[int]]], start: set[int]) -> set[int]:
+    reached = set(start)
+    grew = True
+    while grew:
+        grew = False
+        for inputs, outputs in flows:
+            if inputs & reached and not outputs <= reached:
+                reached |= outputs
+                grew = True
+    return reached
+
+
+def _back(flows: list[tuple[set[int], set[int]]], start: set[int]) -> set[int]:
+    """``start`` plus every storage data movement derived it from."""
+    return _reach([(o, i) for i, o in flows], start)
+
+
+def _hit(t: Any, launches: list[dict[str, Any]], kind: str, flows: Any, back: bool = False) -> bool | None:
+    """Whether an own launch's loads (or stores) fell inside ``t``'s storage, or inside a
+    storage data movement derived from (or into) it."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    span = _span(t)
+    if span is None:
+        return True
+    related = (_back if back else _reach)(flows, {span[0]})
+    spans = [span]
+    for launch in launches:
+        for arg in launch.get("arg_spans", []):
+            if arg[0] in related:
+                spans.append(arg)
+    return any(lo < hi_r and lo_r < hi for launch in launches for lo_r, hi_r in launch[kind]
+               for lo, hi in spans)
