@@ -1,0 +1,184 @@
+"""A KernelBench reference's module-level size constants, and the module at other values.
+
+A KernelBench problem fixes its sizes in module-level constants (``batch_size = 16``,
+``input_shape = (4096,)``) that ``get_inputs()`` and ``get_init_inputs()`` read when they
+are called. :func:`constants` finds the integer constants that depend on no other name
+(the roots; a constant computed from others, ``bias_shape = (out_channels, 1, 1)``,
+follows them). :func:`variant` re-executes the file's source with some of them replaced,
+so everything computed from them at import time follows too; the module object the task
+loaded is never changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_RESERVED = {"min", "max", "abs", "log2", "ceil", "floor", "and", "or", "not"}
+_CACHE: dict[tuple[str, tuple], ModuleType] = {}
+_CACHE_MAX = 64
+"""Variant modules kept (each is a few classes and functions)."""
+
+
+@dataclass(frozen=True)
+class Constant:
+    """One module-level integer: a plain ``name = 16`` or element ``index`` of a tuple."""
+
+    axis: str
+    """The axis name it would get: ``name``, or ``name_<index>`` for a tuple element."""
+    name: str
+    index: int | None
+    value: int
+
+    @property
+    def ref(self) -> str:
+        """How task.toml names it: ``name`` or ``name[index]``."""
+        return self.name if self.index is None else f"{self.name}[{self.index}]"
+
+
+def _int_value(node: ast.AST) -> int | None:
+    """The value of an integer expression made of literals only (``16384 * 2``), else None."""
+    from forgekernel import exprs
+
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) or (isinstance(sub, ast.Constant) and type(sub.value) is not int):
+            return None
+    try:
+        value = exprs.evaluate(ast.unparse(node), {})
+    except (exprs.ExprError, ArithmeticError, ValueError, TypeError):
+        return None
+    return value if type(value) is int else None
+
+
+def _assigned(tree: ast.Module) -> dict[str, int]:
+    """How often each module-level name is assigned (a name bound twice is left alone)."""
+    counts: dict[str, int] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+    return counts
+
+
+def _pairs(node: ast.stmt) -> list[tuple[str, ast.expr]]:
+    """(name, value) of a plain, chained (``a = b = 8``) or unpacking (``D, H = 8, 16``)
+    module-level assignment; [] for anything else."""
+    if not isinstance(node, ast.Assign):
+        return []
+    if all(isinstance(t, ast.Name) for t in node.targets):
+        return [(t.id, node.value) for t in node.targets]
+    if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple)
+            and isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(node.targets[0].elts)
+            and all(isinstance(t, ast.Name) for t in node.targets[0].elts)):
+        return [(t.id, v) for t, v in zip(node.targets[0].elts, node.value.elts, strict=True)]
+    return []
+
+
+def constants(source: str) -> list[Constant]:
+    """The root integer constants of a module's source, in file order."""
+    tree = ast.parse(source)
+    counts = _assigned(tree)
+    taken = set(counts)
+    found: list[Constant] = []
+    for node in tree.body:
+        for name, value in _pairs(node):
+            if counts.get(name) != 1 or name.startswith("_") or name in _RESERVED or not name.isascii():
+                continue
+            found.extend(_of(name, value, taken))
+    return found
+
+
+def _of(name: str, value: ast.AST, taken: set[str]) -> list[Constant]:
+    single = _int_value(value)
+    if single is not None:
+        return [Constant(axis=name, name=name, index=None, value=single)]
+    if not isinstance(value, ast.Tuple):
+        return []
+    out = []
+    for i, elt in enumerate(value.elts):
+        v = _int_value(elt)
+        if v is None:
+            continue
+        axis = f"{name}_{i}"
+        while axis in taken:
+            axis += "_"
+        taken.add(axis)
+        out.append(Constant(axis=axis, name=name, index=i, value=v))
+    return out
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """``"name"`` -> (name, None); ``"name[2]"`` -> (name, 2)."""
+    if ref.endswith("]") and "[" in ref:
+        name, index = ref[:-1].split("[", 1)
+        return name, int(index)
+    return ref, None
+
+
+def _rewrite(tree: ast.Module, overrides: Mapping[tuple[str, int | None], int]) -> ast.Module:
+    names = {name for name, _ in overrides}
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        pairs = _pairs(node)
+        if not any(name in names for name, _ in pairs):
+            body.append(node)
+            continue
+        for name, value in pairs:  # a = b = 8 (or a, b = 8, 8) becomes a = 8; b = 8
+            body.append(ast.copy_location(ast.Assign(targets=[ast.Name(name, ast.Store())],
+                                                     value=_replaced(name, value, overrides)), node))
+    return ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+
+
+def _replaced(name: str, value: ast.expr, overrides: Mapping[tuple[str, int | None], int]) -> ast.expr:
+    if (name, None) in overrides:
+        return ast.Constant(overrides[(name, None)])
+    if isinstance(value, ast.Tuple):
+        elts = [ast.Constant(overrides[(name, i)]) if (name, i) in overrides else e
+                for i, e in enumerate(value.elts)]
+        return ast.Tuple(elts=elts, ctx=ast.Load())
+    return value
+
+
+def current(module: ModuleType, name: str, index: int | None) -> Any:
+    value = getattr(module, name, None)
+    if index is None:
+        return value
+    return value[index] if isinstance(value, tuple) and index < len(value) else None
+
+
+def variant(module: ModuleType, overrides: Mapping[tuple[str, int | None], int]) -> ModuleType:
+    """``module`` with the given constants replaced (itself when they already have those values).
+
+    ``overrides`` maps (name, tuple index or None) to a value. The source is executed again
+    under a fresh module name; results are cached per module and values.
+    """
+    changed = {k: v for k, v in overrides.items() if current(module, *k) != v}
+    if not changed:
+        return module
+    key = (module.__name__, tuple(sorted(changed.items(), key=lambda kv: (kv[0][0], kv[0][1] or -1))))
+    if key in _CACHE:
+        return _CACHE[key]
+    path = Path(module.__file__ or "")
+    tree = _rewrite(ast.parse(path.read_text(), filename=str(path)), changed)
+    name = f"{module.__name__}__at{len(_CACHE)}_{abs(hash(key)):x}"
+    fresh = ModuleType(name)
+    fresh.__file__ = str(path)
+    sys.modules[name] = fresh
+    try:
+        exec(compile(tree, str(path), "exec"), fresh.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    if len(_CACHE) >= _CACHE_MAX:
+        old = next(iter(_CACHE))
+        sys.modules.pop(_CACHE.pop(old).__name__, None)
+    _CACHE[key] = fresh
+    return fresh
