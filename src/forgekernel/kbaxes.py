@@ -165,8 +165,8 @@ def _score(p: Probe) -> float:
     return max(p.max_elements() / SMOKE_ELEMENTS, p.flops / SMOKE_FLOPS)
 
 
-def _down(value: int, step: int) -> int:
-    return max(step, (value // 2) // step * step)
+def _down(value: int, step: int, factor: int = 2) -> int:
+    return max(step, (value // factor) // step * step)
 
 
 def _overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
@@ -191,7 +191,7 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
         found = []
         for a in sizes:
             name = a.const.axis
-            nv = _down(cur[name], a.multiple_of)
+            nv = _down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2)
             if nv >= cur[name] or (aim and nv < floor):
                 continue
             q = look(_overrides(axes, {**cur, name: nv}))
@@ -207,10 +207,10 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
     return (cur, p) if _fits(p, SMOKE_ELEMENTS) else None
 
 
-def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> dict[str, int] | None:
+def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str, int], Probe] | None:
     """A second smoke workload with odd (or non-power-of-two) sizes near 3/4 of ``values``,
     each change kept only when the problem stays valid and small; None if nothing changed."""
-    cur = dict(values)
+    cur, probed = dict(values), None
     for a in axes:
         name, step, v = a.const.axis, a.multiple_of, values.get(a.const.axis)
         if not a.size or v is None or v < 3:
@@ -220,6 +220,6 @@ def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> dict[str, int] 
                 trial = {**cur, name: cand}
                 q = look(_overrides(axes, trial))
                 if q.ok and _fits(q, SMOKE_ELEMENTS):
-                    cur = trial
+                    cur, probed = trial, q
                 break
-    return cur if cur != values else None
+    return (cur, probed) if cur != values and probed is not None else None

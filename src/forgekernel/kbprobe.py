@@ -2,7 +2,7 @@
 
 :func:`probe` applies constant overrides (:func:`forgekernel.kbsource.variant`), builds
 ``Model(*get_init_inputs())`` and calls ``get_inputs()`` on meta (recording how each input's
-values are made), then runs the forward on meta under PyTorch's flop counter. Nothing is
+values are made), then runs the forward on meta under PyTorch's flop formulas. Nothing is
 allocated and nothing random is drawn; a :class:`Probe` says what came out, or why not.
 """
 
@@ -106,7 +106,8 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
     """The problem with ``overrides`` applied, on meta tensors (``forward=False``: inputs,
     init values and parameters only)."""
     import torch
-    from torch.utils.flop_counter import FlopCounterMode
+
+    from forgekernel.flops import FlopCount
 
     stage = "re-running the file with other constants"
     try:
@@ -130,7 +131,7 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
     if not forward:
         result.forward_error = "not run"
         return result
-    counter = FlopCounterMode(display=False)
+    counter = FlopCount()
     try:
         with torch.no_grad(), instance.on_meta(), counter:
             outs = instance.outputs_of(model(*values))
@@ -145,5 +146,5 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
                      stage="the forward")
     result.outputs = [(tuple(int(d) for d in o.shape), str(o.dtype).removeprefix("torch."))
                       for o in outs]
-    result.flops = float(counter.get_total_flops())
+    result.flops = float(counter.total)
     return result

@@ -41,18 +41,29 @@ class Constant:
         return self.name if self.index is None else f"{self.name}[{self.index}]"
 
 
-def _int_value(node: ast.AST) -> int | None:
-    """The value of an integer expression made of literals only (``16384 * 2``), else None."""
-    from forgekernel import exprs
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+        ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+        ast.Pow: lambda a, b: a ** b if 0 <= b <= 64 else None,
+        ast.LShift: lambda a, b: a << b if 0 <= b <= 64 else None,
+        ast.RShift: lambda a, b: a >> b if b >= 0 else None}
 
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) or (isinstance(sub, ast.Constant) and type(sub.value) is not int):
+
+def _int_value(node: ast.AST) -> int | None:
+    """The value of an integer expression made of literals only (``16384 * 2``, ``1 << 24``)."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _int_value(node.operand)
+        return None if v is None else -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        a, b = _int_value(node.left), _int_value(node.right)
+        if a is None or b is None:
             return None
-    try:
-        value = exprs.evaluate(ast.unparse(node), {})
-    except (exprs.ExprError, ArithmeticError, ValueError, TypeError):
-        return None
-    return value if type(value) is int else None
+        try:
+            return _OPS[type(node.op)](a, b)
+        except ZeroDivisionError:
+            return None
+    return None
 
 
 def _assigned(tree: ast.Module) -> dict[str, int]:

@@ -54,8 +54,9 @@ def _eval(a: int, b: int, c: int, x: int) -> int:
 class Shapes:
     """Writes each tensor's dimensions in axis terms."""
 
-    def __init__(self, base: Probe, axes: list[Axis], smoke: Probe | None, smoke_values: dict[str, int]) -> None:
-        self.base, self.sizes, self.smoke, self.smoke_values = base, [a for a in axes if a.size], smoke, smoke_values
+    def __init__(self, base: Probe, axes: list[Axis], checks: list[tuple[dict[str, int], Probe]]) -> None:
+        self.base, self.sizes, self.checks = base, [a for a in axes if a.size], checks
+        """(axis values, probe) pairs every fitted expression must also match (the smoke ones)."""
         self.fitted = True
 
     def dims(self, shape: tuple[int, ...], pick: Any) -> list[Any]:
@@ -82,10 +83,12 @@ class Shapes:
         return d0
 
     def _checks(self, k: int, rank: int, pick: Any, name: str, fit: tuple[int, int, int]) -> bool:
-        if self.smoke is None or name not in self.smoke_values:
-            return True
-        other = pick(self.smoke)
-        return other is not None and len(other) == rank and other[k] == _eval(*fit, self.smoke_values[name])
+        for values, probed in self.checks:
+            other = pick(probed)
+            if name in values and (other is None or len(other) != rank
+                                   or other[k] != _eval(*fit, values[name])):
+                return False
+        return True
 
 
 def _follower(value: float, i: int, axes: list[Axis], which: str) -> str:
@@ -111,8 +114,9 @@ def _dist(item: Input, i: int = 0, axes: list[Axis] | None = None) -> str:
                                               ("high", _follower(o.high, i, axes or [], "high"))) if n]
         note = f', note = "{" and ".join(follows)} (get_inputs() at every workload)"' if follows else ""
         return f'{{ kind = "{o.kind}", low = {low!r}, high = {high!r}{note} }}'
-    what = o.text() if o is not None else "a tensor get_inputs() makes without a torch random factory"
-    return f'{{ kind = "custom", note = {json.dumps(what + " (in get_inputs())")} }}'
+    what = f"{o.text()} (in get_inputs())" if o is not None else \
+        "made by get_inputs() without a torch random factory"
+    return f'{{ kind = "custom", note = {json.dumps(what)} }}'
 
 
 def _scalar_dtype(item: Input) -> str:
@@ -162,14 +166,15 @@ def _output_lines(problem: Any, shapes: Shapes) -> list[str]:
 
 def _workload_lines(problem: Any) -> list[str]:
     own = {a.const.axis: a.const.value for a in problem.axes}
-    small = not problem.smoke and problem.smoke_note.startswith("the problem's own")
+    small = problem.own_is_smoke
     lines = ["# the problem's own sizes" + (" (small enough to be the smoke workload)" if small
                                              else ": the GPU workload"), "[[workload]]"]
     lines += [f"{k} = {v}" for k, v in own.items()] + (["smoke = true"] if small else []) + [""]
     if problem.smoke_note and not small:
         lines += [f"# {problem.smoke_note}", ""]
     for i, values in enumerate(problem.smoke):
-        what = "scaled down for the CPU interpreter" if i == 0 else "odd sizes near the first smoke workload"
+        first = i == 0 and not small
+        what = "scaled down for the CPU interpreter" if first else "odd sizes near the first smoke workload"
         lines += [f"# smoke: {what}", "[[workload]]"]
         lines += [f"{k} = {values.get(k, v)}" for k, v in own.items()] + ["smoke = true", ""]
     return lines
@@ -195,8 +200,9 @@ def render(problem: Any) -> str:
     """The whole task.toml of a :class:`forgekernel.kernelbench.Problem`."""
     src = problem.src
     name = re.sub(r"[^0-9a-zA-Z]+", "_", src.stem).strip("_").lower() or "kernelbench_problem"
-    smoke_values = problem.smoke[0] if problem.smoke else {}
-    shapes = Shapes(problem.base, problem.axes, problem.smoke_probe if problem.smoke else None, smoke_values)
+    own = {a.const.axis: a.const.value for a in problem.axes}
+    workloads = ([own] if problem.own_is_smoke else []) + problem.smoke
+    shapes = Shapes(problem.base, problem.axes, list(zip(workloads, problem.smoke_probes, strict=False)))
     lines = [f"# Converted by forgekernel from the KernelBench-style file {src.name}.",
              "# Shapes are descriptive: every workload's inputs come from get_inputs() (on meta",
              "# tensors for planning) with the workload's axes set as the module constants.",

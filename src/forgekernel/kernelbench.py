@@ -47,12 +47,15 @@ class Problem:
     names: list[str]
     axes: list[kbaxes.Axis]
     smoke: list[dict[str, int]] = field(default_factory=list)
-    smoke_probe: kbprobe.Probe | None = None
+    smoke_probes: list[kbprobe.Probe] = field(default_factory=list)
+    """The probes at the scaled smoke workload (or the problem's own) and the odd one."""
     outputs: list[tuple[tuple[int, ...], str]] | None = None
     outputs_note: str = ""
     smoke_outputs: list[tuple[tuple[int, ...], str]] | None = None
     """Output shapes from a real call at the smoke workload (a forward meta cannot run)."""
     smoke_note: str = ""
+    own_is_smoke: bool = False
+    """The problem's own sizes are small enough to be the smoke workload."""
     description: str = ""
 
 
@@ -68,14 +71,15 @@ def is_kernelbench_file(path: str | Path) -> bool:
     return not _missing(tree)
 
 
-def convert(py_path: str | Path, out_dir: str | Path) -> Path:
-    """Write the task directory ``out_dir`` (new or empty) for a KernelBench file; return it."""
+def convert(py_path: str | Path, out_dir: str | Path, *, deadline_s: float = ANALYSE_DEADLINE_S) -> Path:
+    """Write the task directory ``out_dir`` (new or empty) for a KernelBench file; return it.
+    ``deadline_s`` bounds reading the problem (a get_inputs() or forward that never returns)."""
     from forgekernel import kbtoml
 
     src, out = Path(py_path), Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise KernelBenchError(f"{out}: exists and is not an empty directory; pick a new --out")
-    problem = inspect_file(src)
+    problem = inspect_file(src, deadline_s=deadline_s)
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, out / "reference.py")
     (out / "task.toml").write_text(kbtoml.render(problem))
@@ -118,19 +122,19 @@ def _parse(src: Path) -> str:
     return text
 
 
-def inspect_file(src: Path) -> Problem:
+def inspect_file(src: Path, *, deadline_s: float = ANALYSE_DEADLINE_S) -> Problem:
     """Read a KernelBench file: its axes, workloads, inputs and outputs (all on meta)."""
     from forgekernel.task import _deadline, _ImportDeadline
 
     text = _parse(src)
     module = _import(src)
     try:
-        with _deadline(ANALYSE_DEADLINE_S):
+        with _deadline(deadline_s):
             return _analyse(src, text, module)
     except _ImportDeadline:
         raise KernelBenchError(f"{src}: reading the problem on meta tensors did not finish within "
-                               f"{ANALYSE_DEADLINE_S:g} s (does get_inputs(), Model or forward "
-                               "loop or wait?)") from None
+                               f"{deadline_s:g} s (does get_inputs(), Model or forward loop or "
+                               "wait?)") from None
 
 
 def _analyse(src: Path, text: str, module: ModuleType) -> Problem:
@@ -162,14 +166,15 @@ def _workloads(problem: Problem, look: kbaxes.Look) -> None:
                               f"keeps every tensor under {SMOKE_MAX_ELEMENTS} elements and the "
                               f"forward under {kbaxes.SMOKE_FLOPS:.3g} flops")
         return
-    values, problem.smoke_probe = found
+    values, probed = found
     base_values = {a.const.axis: a.const.value for a in problem.axes if a.size}
-    problem.smoke = [values] if values != base_values else []
-    if values == base_values:
-        problem.smoke_note = "the problem's own workload is small enough: it is the smoke workload"
+    problem.own_is_smoke = values == base_values
+    problem.smoke = [] if problem.own_is_smoke else [values]
+    problem.smoke_probes = [probed]
     second = kbaxes.odd(look, problem.axes, values)
     if second is not None:
-        problem.smoke.append(second)
+        problem.smoke.append(second[0])
+        problem.smoke_probes.append(second[1])
 
 
 def _outputs_for_real(problem: Problem, why: str) -> None:
@@ -179,8 +184,8 @@ def _outputs_for_real(problem: Problem, why: str) -> None:
     from forgekernel import instance
     from forgekernel.records import Workload
 
-    values = problem.smoke[0] if problem.smoke else {}
-    if not problem.smoke and problem.smoke_note.startswith("no smoke"):
+    values = problem.smoke[0] if problem.smoke and not problem.own_is_smoke else {}
+    if not problem.smoke and not problem.own_is_smoke:
         problem.outputs_note = f"forward fails on meta tensors ({why}); no smoke workload to call it on"
         return
     overrides: dict[kbprobe.Key, int] = {}

@@ -3,7 +3,7 @@ it misbehaves; and what a workload costs (bytes, flops, output shapes).
 
 Planning (``forge new --dry-run``, the start of ``forge run``, the roofline and the built-in
 architect) never allocates a workload: the reference runs on the meta device
-(:func:`forgekernel.instance.build` with ``meta=True``) under PyTorch's flop counter. A
+(:func:`forgekernel.instance.build` with ``meta=True``) under PyTorch's flop formulas. A
 reference that cannot run on meta because it reads values (``.item()``, ``nonzero``) is
 called for real once, at the smallest smoke workload only; other workloads then have no
 output shapes (declared ``[outputs]`` of a forge task still give them). A reference that
@@ -96,7 +96,7 @@ def _check_arity(task: TaskSpec, instance: inst.Instance, where: str) -> None:
     try:
         sig.bind(*instance.inputs)
     except TypeError as exc:
-        what = "Model.forward" if instance.model is not None else "run()"
+        what = "Model.forward" if instance.model is not None else "run"
         given = "get_inputs() returns" if instance.model is not None else "the task declares"
         raise ReferenceFailure(f"{where}: {what}{sig} cannot take the {len(instance.inputs)} "
                                f"input(s) {given} ({exc})") from None
@@ -105,7 +105,7 @@ def _check_arity(task: TaskSpec, instance: inst.Instance, where: str) -> None:
 def _call(task: TaskSpec, module: ModuleType, wl: Workload, *, meta: bool,
           deadline_s: float) -> tuple[inst.Instance, tuple[Any, ...], float]:
     """Build at ``wl`` and call the reference under the flop counter and the deadline."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from forgekernel.flops import FlopCount
 
     where = _ref_path(task)
     with _deadline(deadline_s):
@@ -116,7 +116,7 @@ def _call(task: TaskSpec, module: ModuleType, wl: Workload, *, meta: bool,
             instance = inst.build(task, module, wl, meta=meta, seed=0, init_seed=0)
             _check_arity(task, instance, where)
             stage = "calling Model.forward" if instance.model is not None else "calling run()"
-            counter = FlopCounterMode(display=False)
+            counter = FlopCount()
             if meta:
                 with inst.on_meta(), counter:
                     outs = instance.reference()
@@ -133,7 +133,7 @@ def _call(task: TaskSpec, module: ModuleType, wl: Workload, *, meta: bool,
             how = "on meta tensors" if meta else "on the CPU"
             raise ReferenceFailure(f"{where}: the reference fails {how} at {wl.label() or 'its workload'} "
                                    f"while {stage}: {_one_line(exc)}") from None
-    return instance, outs, float(counter.get_total_flops())
+    return instance, outs, float(counter.total)
 
 
 def _timed_call(task: TaskSpec, module: ModuleType, wl: Workload, meta: bool, deadline_s: float):
@@ -184,7 +184,7 @@ def cost(task: TaskSpec, module: ModuleType, wl: Workload, *,
     if task.cost.flops:
         flops, source = float(exprs.evaluate(task.cost.flops, wl.axes)), f"task [cost] flops = {task.cost.flops}"
     elif counted:
-        flops, source = counted, "torch.utils.flop_counter on the reference (meta tensors)"
+        flops, source = counted, "PyTorch's flop formulas (torch.utils.flop_counter) over the reference on meta tensors"
     else:
         flops, source = None, "unknown: no [cost] flops and the flop counter saw no matmul/conv/attention"
     return Cost(outputs=outputs, input_bytes=in_bytes, param_bytes=params, output_bytes=out_bytes,

@@ -36,12 +36,12 @@ def time_call(fn: Callable[[], Any], *, on_gpu: bool, cpu_reps: int = 3) -> tupl
 
 
 def counter_flops(fn: Callable[[], Any]) -> float | None:
-    """Flops seen by PyTorch's flop counter (matmul/conv/attention only); None when it saw none."""
-    from torch.utils.flop_counter import FlopCounterMode
+    """Flops seen by PyTorch's flop formulas (matmul/conv/attention only); None when it saw none."""
+    from forgekernel.flops import FlopCount
 
-    with FlopCounterMode(display=False) as counter:
+    with FlopCount() as counter:
         fn()
-    total = counter.get_total_flops()
+    total = counter.total
     return float(total) if total > 0 else None
 
 
