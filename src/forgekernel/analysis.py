@@ -23,7 +23,12 @@ def floors(task: TaskSpec) -> list[dict[str, Any]]:
     out = []
     for w in task.workloads:
         row: dict[str, Any] = {"axes": w.axes, "smoke": w.smoke}
-        cost = roofline.workload_cost(task, module, w)
+        try:
+            cost = roofline.workload_cost(task, module, w)
+        except ForgeError as exc:  # a reference that misbehaves on meta: said, not fatal here
+            row["note"] = str(exc)
+            out.append(row)
+            continue
         if cost.note:
             row["note"] = cost.note
         if cost.outputs is None and not task.cost.bytes:
