@@ -109,3 +109,28 @@ def test_hidden_workloads_vary_only_sizes_and_are_valid_on_meta(tmp_path, fixtur
         valid += 1
         assert all(o.numel() <= 64 * SMOKE_ELEMENTS for o in outs) or not wl.smoke
     assert valid >= len(hidden) // 2
+
+
+def test_sizes_written_as_literals_in_get_inputs_become_axes_when_nothing_else_is_small(tmp_path):
+    src = write(tmp_path, "image.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv2d(3, 8, kernel_size=5, stride=2)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.conv(x)\n\n\n"
+        "batch_size = 4\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, 3, 224, 224)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert pinned(task) == {"get_inputs_0": 3}  # the channels the model hard-codes
+    assert sizes(task) == {"batch_size", "get_inputs_1", "get_inputs_2"}
+    assert task.axes["get_inputs_1"].constant == "get_inputs:1"
+    assert task.inputs["x"].shape == ("batch_size", 3, "get_inputs_1", "get_inputs_2")
+    module = check_reference_module(task)
+    wl = task.smoke_workloads()[0]
+    inst = instance.build(task, module, wl, seed=0)
+    assert tuple(inst.inputs[0].shape) == (wl.axes["batch_size"], 3, wl.axes["get_inputs_1"], wl.axes["get_inputs_2"])
+    assert inst.reference()[0].numel() <= SMOKE_ELEMENTS
+    plain = write(tmp_path, "plain.py", src.read_text().replace("3, 224, 224", "3, 8, 8"))
+    assert "get_inputs_1" not in load_task(convert(plain, tmp_path / "p")).axes  # small already: untouched

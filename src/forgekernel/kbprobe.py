@@ -107,8 +107,6 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
     init values and parameters only)."""
     import torch
 
-    from forgekernel.flops import FlopCount
-
     stage = "re-running the file with other constants"
     try:
         mod = kbsource.variant(module, overrides or {})
@@ -131,6 +129,15 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
     if not forward:
         result.forward_error = "not run"
         return result
+    return _forward(result, model, values)
+
+
+def _forward(result: Probe, model: Any, values: list[Any]) -> Probe:
+    """The forward on meta under the flop count; what it gives, or why not, into ``result``."""
+    import torch
+
+    from forgekernel.flops import FlopCount
+
     counter = FlopCount()
     try:
         with torch.no_grad(), instance.on_meta(), counter:

@@ -158,7 +158,59 @@ def _replaced(name: str, value: ast.expr, overrides: Mapping[tuple[str, int | No
     return value
 
 
+LITERAL = "get_inputs:"
+"""Ref prefix of an integer literal written in get_inputs() (``get_inputs:2``: the third)."""
+
+
+def _literal_nodes(tree: ast.Module) -> list[ast.Constant]:
+    """Integer literals >= 2 passed positionally (or in a shape tuple) to calls in get_inputs()."""
+    found: list[ast.Constant] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            for call in ast.walk(node):
+                if not isinstance(call, ast.Call):
+                    continue
+                for arg in call.args:
+                    items = arg.elts if isinstance(arg, (ast.Tuple, ast.List)) else [arg]
+                    found += [a for a in items if isinstance(a, ast.Constant) and type(a.value) is int
+                              and a.value >= 2]
+    return found
+
+
+def literals(source: str) -> list[Constant]:
+    """The sizes get_inputs() writes as literals (``torch.rand(n, 3, 224, 224)``), as constants
+    that :func:`variant` can set: a last resort when the module constants cannot make a
+    problem small."""
+    nodes = _literal_nodes(ast.parse(source))
+    return [Constant(axis=f"get_inputs_{k}", name=f"{LITERAL}{k}", index=None, value=n.value)
+            for k, n in enumerate(nodes)]
+
+
+def _lift(tree: ast.Module) -> ast.Module:
+    """get_inputs()'s literals replaced by module constants ``_fk_literal_<k>``."""
+    nodes = _literal_nodes(tree)
+    names = {id(n): f"_fk_literal_{k}" for k, n in enumerate(nodes)}
+
+    class Lift(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            return ast.Name(names[id(node)], ast.Load()) if id(node) in names else node
+
+    assigns = [ast.Assign(targets=[ast.Name(f"_fk_literal_{k}", ast.Store())], value=ast.Constant(n.value))
+               for k, n in enumerate(nodes)]
+    body = [Lift().visit(node) if isinstance(node, ast.FunctionDef) and node.name == "get_inputs"
+            else node for node in tree.body]
+    return ast.fix_missing_locations(ast.Module(body=assigns + body, type_ignores=[]))
+
+
+def _literal_value(module: ModuleType, name: str) -> int | None:
+    nodes = _literal_nodes(ast.parse(Path(module.__file__ or "").read_text()))
+    k = int(name[len(LITERAL):])
+    return nodes[k].value if k < len(nodes) else None
+
+
 def current(module: ModuleType, name: str, index: int | None) -> Any:
+    if name.startswith(LITERAL):
+        return _literal_value(module, name)
     value = getattr(module, name, None)
     if index is None:
         return value
@@ -178,7 +230,12 @@ def variant(module: ModuleType, overrides: Mapping[tuple[str, int | None], int])
     if key in _CACHE:
         return _CACHE[key]
     path = Path(module.__file__ or "")
-    tree = _rewrite(ast.parse(path.read_text(), filename=str(path)), changed)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    if any(n.startswith(LITERAL) for n, _ in changed):
+        tree = _lift(tree)
+        changed = {((f"_fk_literal_{n[len(LITERAL):]}", i) if n.startswith(LITERAL) else (n, i)): v
+                   for (n, i), v in changed.items()}
+    tree = _rewrite(tree, changed)
     name = f"{module.__name__}__at{len(_CACHE)}_{abs(hash(key)):x}"
     fresh = ModuleType(name)
     fresh.__file__ = str(path)

@@ -14,6 +14,7 @@ from typing import Any
 
 from forgekernel.kbaxes import Axis
 from forgekernel.kbprobe import Input, Probe
+from forgekernel.kbsource import LITERAL
 from forgekernel.records import BudgetSpec, TargetSpec
 
 TOLERANCE = {"float32": 1e-2, "float16": 1e-2, "bfloat16": 1e-2}
@@ -128,12 +129,14 @@ def _axis_lines(axes: list[Axis]) -> list[str]:
     for a in axes:
         c = a.const
         what = "a size" if a.size else f"semantic, pinned at {c.value}"
-        parts = [f"description = {json.dumps(f'module constant {c.ref} ({what}: {a.why})')}"]
+        where = f"literal {c.value} #{c.name[len(LITERAL):]} in get_inputs()" \
+            if c.name.startswith(LITERAL) else f"module constant {c.ref}"
+        parts = [f"description = {json.dumps(f'{where} ({what}: {a.why})')}"]
         if not a.size:
             parts += [f"min = {c.value}", f"max = {c.value}"]
         elif a.multiple_of > 1:
             parts.append(f"multiple_of = {a.multiple_of}")
-        if c.index is not None or a.tied:
+        if c.index is not None or a.tied or c.name.startswith(LITERAL):
             parts.append(f'constant = "{a.ref}"')
         lines.append(f"{c.axis} = {{ {', '.join(parts)} }}")
     return lines + [""]

@@ -153,12 +153,18 @@ def _analyse(src: Path, text: str, module: ModuleType) -> Problem:
     problem = Problem(src=src, module=module, base=base, names=_input_names(module.Model, len(base.inputs)),
                       axes=axes, outputs=base.outputs, description=_description(module, src))
     _workloads(problem, look)
+    if not problem.smoke and not problem.own_is_smoke and kbsource.literals(text):
+        # the module's constants cannot make it small: the sizes get_inputs() writes as
+        # literals become axes too (torch.rand(batch_size, 3, 224, 224))
+        problem.axes = axes + kbaxes.analyse(look, base, kbsource.literals(text))
+        _workloads(problem, look)
     if not forward:
         _outputs_for_real(problem, first.forward_error)
     return problem
 
 
 def _workloads(problem: Problem, look: kbaxes.Look) -> None:
+    problem.smoke_note = ""
     found = kbaxes.smoke(look, problem.base, problem.axes)
     if found is None:
         problem.smoke_note = (f"no smoke workload: no scaled-down set of the size axes "

@@ -84,22 +84,15 @@ def _mode_class() -> type:
             self.keep: list[Any] = []
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = dict(kwargs or {})
             name = _name(func)
-            if "device" in kwargs:
-                kwargs["device"] = "meta"
-            if args and _is_meta_tensor(args[0]):
-                if name in _DEVICE_FREE:
-                    return self._note(args[0], args[0], name, args, kwargs)
-                if name == "to":
-                    args = (args[0], *[a for a in args[1:] if not _device_like(a)])
-            out = func(*args, **kwargs)
-            return self._note(out, args[0] if args else None, name, args, kwargs) if self.track else out
+            args, kwargs, same = _on_meta(name, args, dict(kwargs or {}))
+            out = args[0] if same else func(*args, **kwargs)
+            return self._note(out, name, args, kwargs)
 
         def origin(self, t: Any) -> Origin | None:
             return self.origins.get(id(t))
 
-        def _note(self, out: Any, first: Any, name: str, args: tuple, kwargs: dict) -> Any:
+        def _note(self, out: Any, name: str, args: tuple, kwargs: dict) -> Any:
             import torch
 
             if not self.track or not isinstance(out, torch.Tensor):
@@ -116,6 +109,19 @@ def _mode_class() -> type:
             return out
 
     return _Meta
+
+
+def _on_meta(name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:
+    """The call's arguments with every device made meta; True when the call is a device move
+    of a meta tensor (``x.cuda()``), which then returns ``x`` itself."""
+    if "device" in kwargs:
+        kwargs["device"] = "meta"
+    if args and _is_meta_tensor(args[0]):
+        if name in _DEVICE_FREE:
+            return args, kwargs, True
+        if name == "to":
+            args = (args[0], *[a for a in args[1:] if not _device_like(a)])
+    return args, kwargs, False
 
 
 def _made(name: str, args: tuple, kwargs: dict) -> Origin | None:

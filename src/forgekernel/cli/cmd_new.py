@@ -25,20 +25,12 @@ def _time(ms: float) -> str:
     return f"{ms * 1000:.2f} us" if ms < 1 else f"{ms:.3f} ms"
 
 
-def _print_plan(plan: dict) -> None:
-    t = plan["task"]
-    typer.echo(f"task      {t['name']} ({t['family']}, {t['language']}, {t['arch']}, {t['format']})")
-    if t["description"]:
-        typer.echo(f"          {t['description']}")
-    typer.echo("inputs    " + ", ".join(f"{k}: {v['dtype']}[{', '.join(map(str, v['shape']))}]"
-                                        for k, v in t["inputs"].items()))
-    if t["policy_forbid"]:
-        typer.echo("forbidden " + ", ".join(t["policy_forbid"]))
-    first = plan["workloads"][0]
+def _print_workloads(workloads: list[dict]) -> None:
+    first = workloads[0]
     typer.echo(f"workloads (floors from {first['ceilings']}; {first['peak']} peak "
                + (f"{first['peak_tflops']:g} TFLOP/s" if first["peak_tflops"] else "unknown")
                + (f", {first['peak_source']}" if first.get("peak_source") else "") + "):")
-    for w in plan["workloads"]:
+    for w in workloads:
         axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
         flops = f"{w['flops']:.3g} flop" if w["flops"] is not None else "flops unknown"
         tag = " [smoke]" if w["smoke"] else ""
@@ -49,6 +41,18 @@ def _print_plan(plan: dict) -> None:
             typer.echo(f"    note: {w['note']}")
     if first.get("flops_source"):
         typer.echo(f"  flops: {first['flops_source']}")
+
+
+def _print_plan(plan: dict) -> None:
+    t = plan["task"]
+    typer.echo(f"task      {t['name']} ({t['family']}, {t['language']}, {t['arch']}, {t['format']})")
+    if t["description"]:
+        typer.echo(f"          {t['description']}")
+    typer.echo("inputs    " + ", ".join(f"{k}: {v['dtype']}[{', '.join(map(str, v['shape']))}]"
+                                        for k, v in t["inputs"].items()))
+    if t["policy_forbid"]:
+        typer.echo("forbidden " + ", ".join(t["policy_forbid"]))
+    _print_workloads(plan["workloads"])
     d, a = plan["delivery"], plan["agent"]
     typer.echo(f"delivery  {d['name']} -- {d['why']}")
     typer.echo(f"agent     coder {a['coder']} -- {a['coder_why']}; architect {a['architect']}"
