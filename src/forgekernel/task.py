@@ -144,6 +144,24 @@ def _allowed_keys(path: tuple) -> list[str]:
 def _cross_check(task: TaskSpec, where: str) -> None:
     if not task.inputs:
         raise TaskError(f"{where}: [inputs] is empty; declare each input's dtype and shape")
+    _check_shapes(task, where)
+    _check_workloads(task, where)
+    for key in ("flops", "bytes"):
+        text = getattr(task.cost, key)
+        if text is None:
+            continue
+        try:
+            unknown = exprs.names(text) - set(task.axes)
+        except exprs.ExprError as exc:
+            raise TaskError(f"{where}: cost.{key}: {exc}") from None
+        if unknown:
+            raise TaskError(f"{where}: cost.{key} uses '{sorted(unknown)[0]}', which is not an axis")
+    for name in task.policy.forbid:
+        if not name or " " in name:
+            raise TaskError(f"{where}: policy.forbid entry {name!r} must be a dotted name")
+
+
+def _check_shapes(task: TaskSpec, where: str) -> None:
     for group, specs in (("inputs", task.inputs), ("outputs", task.outputs)):
         for name, spec in specs.items():
             for dim in spec.shape:
@@ -154,6 +172,9 @@ def _cross_check(task: TaskSpec, where: str) -> None:
                                     f"[axes] does not define (defined: {', '.join(task.axes) or 'none'})")
                 if isinstance(dim, int) and dim < 1:
                     raise TaskError(f"{where}: [{group}.{name}].shape has size {dim}; sizes must be >= 1")
+
+
+def _check_workloads(task: TaskSpec, where: str) -> None:
     if not task.workloads:
         raise TaskError(f"{where}: no [[workload]]; add at least one (and one with smoke = true)")
     for i, w in enumerate(task.workloads):
@@ -171,19 +192,6 @@ def _cross_check(task: TaskSpec, where: str) -> None:
                 rules += [f"a multiple of {spec.multiple_of}"] if spec.multiple_of > 1 else []
                 raise TaskError(f"{where}: workload[{i}].{a} = {v} is outside axis '{a}' "
                                 f"(must be {', '.join(rules)})")
-    for key in ("flops", "bytes"):
-        text = getattr(task.cost, key)
-        if text is None:
-            continue
-        try:
-            unknown = exprs.names(text) - set(task.axes)
-        except exprs.ExprError as exc:
-            raise TaskError(f"{where}: cost.{key}: {exc}") from None
-        if unknown:
-            raise TaskError(f"{where}: cost.{key} uses '{sorted(unknown)[0]}', which is not an axis")
-    for name in task.policy.forbid:
-        if not name or " " in name:
-            raise TaskError(f"{where}: policy.forbid entry {name!r} must be a dotted name")
 
 
 def _check_dim_expr(dim: str, key: str, task: TaskSpec, where: str) -> None:
