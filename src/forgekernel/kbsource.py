@@ -12,6 +12,7 @@ loaded is never changed.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -202,10 +203,15 @@ def _lift(tree: ast.Module) -> ast.Module:
     return ast.fix_missing_locations(ast.Module(body=assigns + body, type_ignores=[]))
 
 
+@functools.lru_cache(maxsize=32)
+def _literal_values(path: str) -> tuple[int, ...]:
+    return tuple(n.value for n in _literal_nodes(ast.parse(Path(path).read_text())))
+
+
 def _literal_value(module: ModuleType, name: str) -> int | None:
-    nodes = _literal_nodes(ast.parse(Path(module.__file__ or "").read_text()))
+    values = _literal_values(module.__file__ or "")
     k = int(name[len(LITERAL):])
-    return nodes[k].value if k < len(nodes) else None
+    return values[k] if k < len(values) else None
 
 
 def current(module: ModuleType, name: str, index: int | None) -> Any:
