@@ -278,3 +278,18 @@ def test_converted_toml_is_plain_toml(tmp_path):
     raw = tomllib.loads((task_dir / "task.toml").read_text())
     assert raw["format"] == "kernelbench" and raw["policy"] == {"forbid": []}
     assert raw["judge"]["module_mode"] == "train"
+
+
+def test_dropout_active_in_training_mode_is_said(tmp_path):
+    src = write(tmp_path, "drop.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, p):\n"
+        "        super().__init__()\n"
+        "        self.drop = nn.Dropout(p)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.drop(x)\n\n\n"
+        "n = 64\np = 0.25\n\n\n"
+        "def get_inputs():\n    return [torch.rand(n, n)]\n\n\n"
+        "def get_init_inputs():\n    return [p]\n"))
+    text = (convert(src, tmp_path / "t") / "task.toml").read_text()
+    assert "# NOTE: drop (Dropout(p=0.25)) drops values at random in training mode" in text

@@ -49,6 +49,8 @@ class Probe:
     data_dependent: bool = False
     """The forward failed because it reads values (``.item()``), which meta tensors lack."""
     flops: float = 0.0
+    random: list[str] = field(default_factory=list)
+    """Submodules whose output is random in training mode (Dropout with p > 0)."""
 
     def signature(self) -> tuple:
         """Everything a constant can change (for 'does this constant matter')."""
@@ -89,6 +91,15 @@ def _init_repr(values: Any) -> tuple:
     return tuple(out)
 
 
+def _random_modules(model: Any) -> list[str]:
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return [f"{name or 'Model'} ({type(m).__name__}(p={m.p:g}))" for name, m in model.named_modules()
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+
+
 def _inputs(values: list[Any], mode: Any) -> list[Input]:
     import torch
 
@@ -125,7 +136,8 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
         return Probe(ok=False, error=_one_line(exc), stage=stage)
     result = Probe(ok=True, init=_init_repr(init), inputs=inputs,
                    params={n: tuple(t.shape) for n, t in params},
-                   param_dtypes={n: str(t.dtype).removeprefix("torch.") for n, t in params})
+                   param_dtypes={n: str(t.dtype).removeprefix("torch.") for n, t in params},
+                   random=_random_modules(model))
     if not forward:
         result.forward_error = "not run"
         return result

@@ -183,6 +183,14 @@ def _workload_lines(problem: Any) -> list[str]:
     return lines
 
 
+def _random_note(random: list[str]) -> list[str]:
+    if not random:
+        return []
+    return [f"# NOTE: {', '.join(random)} drops values at random in training mode, so Model's",
+            "# outputs differ call to call (as in KernelBench's own evaluation): no candidate can",
+            "# match them unless the dropout does nothing to this problem's values."]
+
+
 def _judge_lines(problem: Any) -> list[str]:
     sizes = [a for a in problem.axes if a.size]
     tol = ", ".join(f"{k} = {v:g}" for k, v in TOLERANCE.items())
@@ -191,6 +199,7 @@ def _judge_lines(problem: Any) -> list[str]:
             "# one seed, never put in eval() (training mode), outputs compared with allclose(atol =",
             "# rtol = t) per dtype: 1e-2 for fp16/bf16, and for fp32 1e-2 as KernelBench v0/v0.1;",
             "# its eval.py since 2025-11 uses 1e-4 for fp32 (set float32 = 1e-4, tf32 = false).",
+            *_random_note(problem.base.random),
             f'module_mode = "{MODULE_MODE}"', f"tolerance = {{ {tol} }}",
             "# fp32 matmuls and convolutions may use TF32 tensor cores (PyTorch's own cuDNN",
             "# convolutions do); 1e-2 admits TF32 rounding for O(1) outputs and non-negative",
