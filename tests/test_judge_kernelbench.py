@@ -114,3 +114,16 @@ def test_tf32_rounding_passes_the_kernelbench_tolerance_only(tmp_path):
     allowed = judge(edit_judge(task_dir, "tf32 = false", "tf32 = true"), kernel, make_runner("cpu"), FAST)
     assert allowed.status is Status.PASSED, allowed.feedback
     assert allowed.profile["tolerances"][0]["source"] == "calibrated (tf32 floor)"
+
+
+def test_a_model_new_constructor_that_raises_is_the_candidates_runtime_error(tmp_path, batchnorm_task):
+    d = tmp_path / "bad_init"
+    d.mkdir()
+    source = (KERNELS / "batchnorm_train.py").read_text()
+    (d / "kernel.py").write_text(source.replace("        super().__init__()\n",
+                                                "        super().__init__()\n"
+                                                "        if channels < 30:\n"
+                                                "            raise ValueError('too few channels')\n", 1))
+    verdict = judge(load_task(batchnorm_task), d, make_runner("cpu"), FAST)
+    assert verdict.status is Status.RUNTIME_ERROR
+    assert "ModelNew(*get_init_inputs()) at" in verdict.reason and "ValueError" in verdict.reason

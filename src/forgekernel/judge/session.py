@@ -197,18 +197,20 @@ class Session:
         except BaseException as exc:  # anything the candidate raises at import is its verdict
             raise from_exception(exc, phase="import", where="import", hidden=False,
                                  candidate_dir=self.candidate_dir) from None
+        for slot in self.slots:  # KernelBench: ModelNew per workload, inside the import checks
+            self.fn(slot)
         self.integrity(before, None, "import")
         if perf_kernel is not None:
             self.perf_entry = self.problem.load(perf_kernel, "_forge_perf_reference")
 
     def fn(self, slot: Slot) -> Any:
-        """The candidate's callable at ``slot`` (KernelBench: ModelNew built there once); an
-        exception while building it is the candidate's verdict."""
+        """The candidate's callable at ``slot`` (KernelBench: ModelNew built there once, when
+        the candidate is loaded); an exception while building it is the candidate's verdict."""
         try:
             return self.entry.at(slot.wl)
         except BaseException as exc:  # the candidate's constructor is candidate code
-            raise from_exception(exc, phase="run", where=slot.label, hidden=slot.wl.hidden,
-                                 candidate_dir=self.candidate_dir) from None
+            raise from_exception(exc, phase="init", where=f"ModelNew(*get_init_inputs()) at {slot.label}",
+                                 hidden=slot.wl.hidden, candidate_dir=self.candidate_dir) from None
 
     def reference_fn(self, slot: Slot) -> Any:
         """What the candidate is timed against: the performance reference, else the task's."""
