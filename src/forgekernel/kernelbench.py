@@ -2,44 +2,35 @@
 
 A KernelBench problem is one Python file defining ``class Model(nn.Module)``,
 ``get_inputs()`` (the forward arguments) and ``get_init_inputs()`` (the constructor
-arguments). :func:`convert` keeps that file unchanged as the task's ``reference.py``, so the
-judge can build ``Model`` and a candidate's ``ModelNew`` under one seed, and writes a
-``task.toml`` with ``format = "kernelbench"`` describing what ``get_inputs()`` returns: one
-axis per distinct dimension size (named after a module constant of that value when exactly
-one has it, else ``D0``, ``D1``, ...), one workload at those sizes, the outputs inferred on
-meta tensors, and a family guessed from the names in the file.
+arguments), with its sizes in module-level constants. :func:`convert` keeps that file
+unchanged as the task's ``reference.py`` and writes a ``task.toml`` with
+``format = "kernelbench"``: the constants that shape the problem become axes (sizes free to
+scale, semantic ones such as kernel_size pinned; :mod:`forgekernel.kbaxes`), the problem's
+own values are the GPU workload and a scaled-down one the smoke workload, the inputs are
+described as get_inputs() makes them, and [judge] says how KernelBench judges (module mode,
+tolerances per dtype, TF32). Everything is read on the meta device: nothing the size of the
+problem is ever allocated, and get_inputs() never runs for real at the problem's own size.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
-import json
-import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from forgekernel import kbaxes, kbprobe, kbsource
 from forgekernel.errors import ForgeError
-from forgekernel.records import DTYPES, BudgetSpec, TargetSpec
+from forgekernel.records import DTYPES
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
-SMOKE_MAX_ELEMENTS = 65536
-"""A converted workload is marked smoke when no input or output has more elements."""
-
+ANALYSE_DEADLINE_S = 120.0
+"""How long reading a problem (imports aside) may take before it counts as hanging."""
+SMOKE_MAX_ELEMENTS = kbaxes.SMOKE_ELEMENTS
 _SCALARS = (bool, int, float)
-"""Plain numbers get_inputs() may return next to tensors (described as 0-d bool/int64/float64)."""
-_RESERVED = {"min", "max", "abs", "log2", "ceil", "floor", "and", "or", "not"}
-_FAMILY_PATTERNS = (  # (family, regex over the lower-cased file name and Model source)
-    ("cross_entropy", r"cross_?entropy|nll_loss"),
-    ("softmax", r"softmax"),
-    ("rownorm", r"layer_?norm|rms_?norm|layer normali[sz]ation|rms normali[sz]ation"),
-    ("rope", r"\brope\b|rotary"),
-    ("matmul", r"matmul|matrix[ _]multiplication|\bbmm\b|\bmm\b|\bgemm\b|\blinear\b|einsum|[\w)\]] ?@ ?[\w(]"),
-)
-_ELEMENTWISE = (r"\b(relu|gelu|silu|swish|sigmoid|tanh|elu|selu|softplus|softsign|hardtanh|"
-                r"leaky_?relu|hardsigmoid|hardswish|mish)\b")
 
 
 class KernelBenchError(ForgeError, ValueError):
@@ -47,22 +38,25 @@ class KernelBenchError(ForgeError, ValueError):
 
 
 @dataclass
-class _Tensor:
-    dtype: str
-    shape: tuple[int, ...]
-    low: int | None = None
-    high: int | None = None
-    note: str = ""
+class Problem:
+    """What conversion found in a KernelBench file."""
 
-
-@dataclass
-class _Problem:
-    inputs: dict[str, _Tensor]
-    outputs: dict[str, _Tensor] | None
+    src: Path
+    module: ModuleType
+    base: kbprobe.Probe
+    names: list[str]
+    axes: list[kbaxes.Axis]
+    smoke: list[dict[str, int]] = field(default_factory=list)
+    smoke_probes: list[kbprobe.Probe] = field(default_factory=list)
+    """The probes at the scaled smoke workload (or the problem's own) and the odd one."""
+    outputs: list[tuple[tuple[int, ...], str]] | None = None
     outputs_note: str = ""
-    family: str = "other"
+    smoke_outputs: list[tuple[tuple[int, ...], str]] | None = None
+    """Output shapes from a real call at the smoke workload (a forward meta cannot run)."""
+    smoke_note: str = ""
+    own_is_smoke: bool = False
+    """The problem's own sizes are small enough to be the smoke workload."""
     description: str = ""
-    constants: dict[int, list[str]] = field(default_factory=dict)
 
 
 def is_kernelbench_file(path: str | Path) -> bool:
@@ -77,15 +71,18 @@ def is_kernelbench_file(path: str | Path) -> bool:
     return not _missing(tree)
 
 
-def convert(py_path: str | Path, out_dir: str | Path) -> Path:
-    """Write the task directory ``out_dir`` (new or empty) for a KernelBench file; return it."""
+def convert(py_path: str | Path, out_dir: str | Path, *, deadline_s: float = ANALYSE_DEADLINE_S) -> Path:
+    """Write the task directory ``out_dir`` (new or empty) for a KernelBench file; return it.
+    ``deadline_s`` bounds reading the problem (a get_inputs() or forward that never returns)."""
+    from forgekernel import kbtoml
+
     src, out = Path(py_path), Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise KernelBenchError(f"{out}: exists and is not an empty directory; pick a new --out")
-    problem = _inspect(src)
+    problem = inspect_file(src, deadline_s=deadline_s)
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, out / "reference.py")
-    (out / "task.toml").write_text(_render(src, problem))
+    (out / "task.toml").write_text(kbtoml.render(problem))
     from forgekernel.task import load_task
 
     load_task(out)  # what was written must load; a failure here is a bug in this module
@@ -107,7 +104,7 @@ def _missing(tree: ast.Module) -> list[str]:
     return [name for name in REQUIRED if name not in defined]
 
 
-def _inspect(src: Path) -> _Problem:
+def _parse(src: Path) -> str:
     if not src.is_file():
         raise KernelBenchError(f"{src}: no such file")
     try:
@@ -122,66 +119,129 @@ def _inspect(src: Path) -> _Problem:
         raise KernelBenchError(f"{src}: not a KernelBench-style file: it does not define "
                                f"{', '.join(missing)} (needs class Model(nn.Module), get_inputs() "
                                "and get_init_inputs())")
+    return text
+
+
+def inspect_file(src: Path, *, deadline_s: float = ANALYSE_DEADLINE_S) -> Problem:
+    """Read a KernelBench file: its axes, workloads, inputs and outputs (all on meta)."""
+    from forgekernel.task import _deadline, _ImportDeadline
+
+    text = _parse(src)
     module = _import(src)
-    values = _call_get_inputs(module, src)
-    names = _input_names(module.Model, len(values))
-    inputs = {n: _describe_tensor(t, src, i) for i, (n, t) in enumerate(zip(names, values, strict=True))}
-    outputs, note = _infer_outputs(module, values, src)
-    source = _model_source(text, tree)
-    return _Problem(inputs=inputs, outputs=outputs, outputs_note=note,
-                    family=_family(src.stem + "\n" + source), description=_description(module, src),
-                    constants=_constants(module))
+    try:
+        with _deadline(deadline_s):
+            return _analyse(src, text, module)
+    except _ImportDeadline:
+        raise KernelBenchError(f"{src}: reading the problem on meta tensors did not finish within "
+                               f"{deadline_s:g} s (does get_inputs(), Model or forward loop or "
+                               "wait?)") from None
 
 
-def _import(src: Path):
-    from forgekernel.task import load_module
+def _analyse(src: Path, text: str, module: ModuleType) -> Problem:
+    _check_get_inputs(module, src)
+    first = kbprobe.probe(module)
+    if not first.ok and not first.forward_error:
+        raise KernelBenchError(f"{src}: {first.stage} fails: {first.error}")
+    _check_inputs(first, src)
+    forward = first.outputs is not None
+
+    def look(overrides: dict[kbprobe.Key, int]) -> kbprobe.Probe:
+        return kbprobe.probe(module, overrides, forward=forward)
+
+    base = first if forward else look({})
+    axes = kbaxes.analyse(look, base, kbsource.constants(text))
+    problem = Problem(src=src, module=module, base=base, names=_input_names(module.Model, len(base.inputs)),
+                      axes=axes, outputs=base.outputs, description=_description(module, src))
+    _workloads(problem, look)
+    if not problem.smoke and not problem.own_is_smoke and kbsource.literals(text):
+        # the module's constants cannot make it small: the sizes get_inputs() writes as
+        # literals become axes too (torch.rand(batch_size, 3, 224, 224))
+        problem.axes = axes + kbaxes.analyse(look, base, kbsource.literals(text))
+        _workloads(problem, look)
+    if not forward:
+        _outputs_for_real(problem, first.forward_error)
+    return problem
+
+
+def _workloads(problem: Problem, look: kbaxes.Look) -> None:
+    problem.smoke_note = ""
+    found = kbaxes.smoke(look, problem.base, problem.axes)
+    if found is None:
+        problem.smoke_note = (f"no smoke workload: no scaled-down set of the size axes "
+                              f"({', '.join(a.const.axis for a in problem.axes if a.size) or 'none'}) "
+                              f"keeps every tensor under {SMOKE_MAX_ELEMENTS} elements and the "
+                              f"forward under {kbaxes.SMOKE_FLOPS:.3g} flops")
+        return
+    values, probed = found
+    base_values = {a.const.axis: a.const.value for a in problem.axes if a.size}
+    problem.own_is_smoke = values == base_values
+    problem.smoke = [] if problem.own_is_smoke else [values]
+    problem.smoke_probes = [probed]
+    second = kbaxes.odd(look, problem.axes, values)
+    if second is not None:
+        problem.smoke.append(second[0])
+        problem.smoke_probes.append(second[1])
+
+
+def _outputs_for_real(problem: Problem, why: str) -> None:
+    """The forward cannot run on meta: one real CPU call at the smoke workload (seed 0)."""
+    import torch
+
+    from forgekernel import instance
+    from forgekernel.records import Workload
+
+    values = problem.smoke[0] if problem.smoke and not problem.own_is_smoke else {}
+    if not problem.smoke and not problem.own_is_smoke:
+        problem.outputs_note = f"forward fails on meta tensors ({why}); no smoke workload to call it on"
+        return
+    overrides: dict[kbprobe.Key, int] = {}
+    for a in problem.axes:
+        if a.size and a.const.axis in values:
+            overrides.update(a.at(values[a.const.axis]))
+    mod = kbsource.variant(problem.module, overrides)
+    try:
+        with torch.no_grad():
+            model = instance.model_at(kbprobe.STUB, mod, init_seed=0)
+            args = instance.inputs_at(kbprobe.STUB, mod, Workload(axes={}), seed=0)
+            outs = instance.outputs_of(model(*args))
+    except Exception as exc:  # the reason is written into task.toml
+        problem.outputs_note = (f"forward fails on meta tensors ({why}) and on the CPU at the smoke "
+                                f"workload ({kbprobe._one_line(exc)})")
+        return
+    problem.outputs_note = (f"forward cannot run on meta tensors ({why}); shapes from one CPU call "
+                            "at the smoke workload")
+    problem.smoke_outputs = [(tuple(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs]
+
+
+def _import(src: Path) -> ModuleType:
+    from forgekernel.task import _deadline, _ImportDeadline, load_module
 
     try:
-        module = load_module(src)
+        with _deadline(120.0):
+            module = load_module(src)
+    except _ImportDeadline:
+        raise KernelBenchError(f"{src}: importing it did not finish within 120 s") from None
     except SystemExit as exc:
         raise KernelBenchError(f"{src}: calls exit ({exc.code}) on import") from None
     except BaseException as exc:  # any import failure becomes one line
-        raise KernelBenchError(f"{src}: fails to import: {_one_line(exc)}") from None
+        raise KernelBenchError(f"{src}: fails to import: {kbprobe._one_line(exc)}") from None
     for name in REQUIRED:
         if not callable(getattr(module, name, None)):
             raise KernelBenchError(f"{src}: {name} must be callable")
     return module
 
 
-def _call_get_inputs(module, src: Path) -> list:
-    """get_inputs() on meta tensors when it allows (no memory); for real otherwise.
-
-    A real call is also made when integer tensors appear, to read their value range.
-    """
+def _check_get_inputs(module: ModuleType, src: Path) -> None:
+    """get_inputs() on meta returns a non-empty list of tensors and plain numbers."""
     import torch
-    from torch.distributions import Distribution
 
-    validate = Distribution._validate_args  # argument checks call .item(), which meta cannot
+    from forgekernel import instance
+
     try:
-        Distribution.set_default_validate_args(False)
-        with torch.device("meta"):
-            values = _as_list(module.get_inputs(), src)
-        if all(not isinstance(t, torch.Tensor) or t.is_floating_point() for t in values):
-            return values
-    except KernelBenchError:
-        raise
-    except Exception:  # not meta-friendly (numpy, .item(), ...): fall through to a real call
-        pass
-    finally:
-        Distribution.set_default_validate_args(validate)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            return _as_list(module.get_inputs(), src)
-    except KernelBenchError:
-        raise
+        with instance.on_meta():
+            values = module.get_inputs()
     except Exception as exc:
-        raise KernelBenchError(f"{src}: get_inputs() fails: {_one_line(exc)}") from None
-
-
-def _as_list(values: Any, src: Path) -> list:
-    import torch
-
+        raise KernelBenchError(f"{src}: get_inputs() fails on meta tensors: {kbprobe._one_line(exc)}") from None
     if isinstance(values, torch.Tensor):
         values = [values]
     if not isinstance(values, (list, tuple)) or not values:
@@ -192,10 +252,16 @@ def _as_list(values: Any, src: Path) -> list:
             raise KernelBenchError(f"{src}: get_inputs() item {i} is {type(v).__name__}; inputs "
                                    "must be tensors or plain numbers (other constants belong in "
                                    "get_init_inputs())")
-    return list(values)
 
 
-def _input_names(model_cls, count: int) -> list[str]:
+def _check_inputs(base: kbprobe.Probe, src: Path) -> None:
+    for i, item in enumerate(base.inputs):
+        if item.value is None and item.dtype not in DTYPES:
+            raise KernelBenchError(f"{src}: get_inputs() item {i} has dtype {item.dtype}; supported: "
+                                   f"{', '.join(DTYPES)}")
+
+
+def _input_names(model_cls: Any, count: int) -> list[str]:
     """The forward's parameter names when they fit, else in0, in1, ..."""
     fallback = [f"in{i}" for i in range(count)]
     try:
@@ -209,190 +275,9 @@ def _input_names(model_cls, count: int) -> list[str]:
     return names[:count]
 
 
-def _describe_tensor(t, src: Path, i: int) -> _Tensor:
-    if isinstance(t, _SCALARS):
-        dtype = "bool" if isinstance(t, bool) else "int64" if isinstance(t, int) else "float64"
-        return _Tensor(dtype=dtype, shape=(), note=f"a plain number ({t!r}), passed as is")
-    dtype = str(t.dtype).removeprefix("torch.")
-    if dtype not in DTYPES:
-        raise KernelBenchError(f"{src}: get_inputs() item {i} has dtype {dtype}; supported: "
-                               f"{', '.join(DTYPES)}")
-    spec = _Tensor(dtype=dtype, shape=tuple(int(d) for d in t.shape))
-    if not t.is_floating_point() and t.device.type != "meta":
-        spec.low = int(t.min()) if t.numel() else 0
-        spec.high = (int(t.max()) if t.numel() else 0) + 1
-    return spec
-
-
-def _infer_outputs(module, values: list, src: Path) -> tuple[dict[str, _Tensor] | None, str]:
-    """Outputs of Model.forward: on meta tensors, else one real CPU call; (None, why) if neither."""
-    import torch
-
-    try:
-        init = module.get_init_inputs()
-    except Exception as exc:
-        raise KernelBenchError(f"{src}: get_init_inputs() fails: {_one_line(exc)}") from None
-    try:
-        with torch.device("meta"):
-            args = [torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t
-                    for t in values]
-            out = module.Model(*init)(*args)
-    except Exception as meta_exc:  # not meta-friendly (.item(), data-dependent shapes, ...)
-        try:
-            out = _real_forward(module, init)
-        except Exception as exc:  # the reason is written into task.toml
-            return None, (f"forward fails on meta tensors ({_one_line(meta_exc)}) and on CPU "
-                          f"({_one_line(exc)})")
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    specs = {}
-    for i, o in enumerate(outs):
-        dtype = str(getattr(o, "dtype", "")).removeprefix("torch.")
-        if not isinstance(o, torch.Tensor) or dtype not in DTYPES:
-            return None, f"forward returns {type(o).__name__} {dtype} at position {i}"
-        specs[f"out{i}" if len(outs) > 1 else "out"] = _Tensor(dtype, tuple(int(d) for d in o.shape))
-    return specs, ""
-
-
-def _real_forward(module, init: list):
-    import torch
-
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(0)
-        model = module.Model(*init)
-        return model(*module.get_inputs())
-
-
-def _model_source(text: str, tree: ast.Module) -> str:
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "Model":
-            return ast.get_source_segment(text, node) or ""
-    return ""
-
-
-def _family(text: str) -> str:
-    """A family from names in the file: one clear match among the main ones, else other."""
-    low = text.lower()
-    if re.search(r"conv|pool", low):
-        return "other"
-    hits = [fam for fam, pattern in _FAMILY_PATTERNS if re.search(pattern, low)]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits and re.search(_ELEMENTWISE, low):
-        return "elementwise"
-    return "other"
-
-
-def _description(module, src: Path) -> str:
+def _description(module: ModuleType, src: Path) -> str:
     for doc in (inspect.getdoc(module.Model), module.__doc__):
         if doc and doc.strip() and not doc.strip().startswith("Base class for all neural"):
             text = " ".join(doc.strip().split("\n\n")[0].split())
             return "".join(c for c in text if c.isprintable())
     return f"KernelBench problem {src.name}"
-
-
-def _constants(module) -> dict[int, list[str]]:
-    """Module-level int constants by value (candidate axis names)."""
-    found: dict[int, list[str]] = {}
-    for name, value in vars(module).items():
-        if (isinstance(value, int) and not isinstance(value, bool) and name.isascii()
-                and name.isidentifier() and not name.startswith("_") and name not in _RESERVED):
-            found.setdefault(value, []).append(name)
-    return found
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
-# ------------------------------------------------------------------ writing task.toml
-
-
-def _axes(problem: _Problem) -> dict[int, str]:
-    """Distinct input dimension sizes -> axis names, in order of appearance."""
-    sizes: list[int] = []
-    for spec in problem.inputs.values():
-        for d in spec.shape:
-            if d not in sizes:
-                sizes.append(d)
-    taken = {n for names in problem.constants.values() for n in names}
-    names: dict[int, str] = {}
-    for i, size in enumerate(sizes):
-        named = problem.constants.get(size, [])
-        if len(named) == 1:  # a constant's name is unique to its value
-            names[size] = named[0]
-            continue
-        name = f"D{i}"
-        while name in taken or name in names.values():
-            name += "_"
-        names[size] = name
-    return names
-
-
-def _flops(problem: _Problem, axes: dict[int, str]) -> str | None:
-    """2 * batch * M * K * N for a plain (batched) product of two inputs, else None."""
-    shapes = [s.shape for s in problem.inputs.values()]
-    if problem.family != "matmul" or len(shapes) != 2:
-        return None
-    a, b = shapes
-    if len(a) != len(b) or len(a) not in (2, 3) or a[:-2] != b[:-2] or a[-1] != b[-2]:
-        return None
-    dims = [*a[:-2], a[-2], a[-1], b[-1]]
-    return " * ".join(["2"] + [axes[d] for d in dims])
-
-
-def _shape(shape: tuple[int, ...], axes: dict[int, str]) -> str:
-    return json.dumps([axes.get(d, d) for d in shape])
-
-
-def _tensor_lines(group: str, name: str, spec: _Tensor, axes: dict[int, str]) -> list[str]:
-    lines = [f"# {spec.note}"] if spec.note else []
-    lines += [f"[{group}.{name}]", f'dtype = "{spec.dtype}"', f"shape = {_shape(spec.shape, axes)}"]
-    if group == "inputs" and not spec.note:  # a plain number's value comes from get_inputs()
-        lines.append(_dist_line(spec))
-    return lines + [""]
-
-
-def _dist_line(spec: _Tensor) -> str:
-    if spec.low is not None:
-        return f'dist = {{ kind = "randint", low = {spec.low}, high = {max(spec.high, spec.low + 1)} }}'
-    if spec.dtype == "bool":
-        return 'dist = { kind = "randint", low = 0, high = 2 }'
-    return 'dist = { kind = "normal", mean = 0.0, std = 1.0 }'
-
-
-def _render(src: Path, problem: _Problem) -> str:
-    axes = _axes(problem)
-    name = re.sub(r"[^0-9a-zA-Z]+", "_", src.stem).strip("_").lower() or "kernelbench_problem"
-    tensors = list(problem.inputs.values()) + list((problem.outputs or {}).values())
-    smoke = all(_numel(t.shape) <= SMOKE_MAX_ELEMENTS for t in tensors)
-    lines = [f"# Converted by forgekernel from the KernelBench-style file {src.name}.",
-             "# The values come from get_inputs() in reference.py; [inputs] describes them.",
-             f"name = {json.dumps(name)}", f"description = {json.dumps(problem.description, ensure_ascii=False)}",
-             'arch = "sm90"', 'language = "triton"', f'family = "{problem.family}"',
-             'format = "kernelbench"', "", "[axes]"]
-    for size, axis in axes.items():
-        lines.append(f'{axis} = {{ description = "size {size} in get_inputs()" }}')
-    lines.append("")
-    for n, spec in problem.inputs.items():
-        lines += _tensor_lines("inputs", n, spec, axes)
-    if problem.outputs is None:
-        lines += [f"# [outputs] not declared: {problem.outputs_note}", ""]
-    for n, spec in (problem.outputs or {}).items():
-        lines += _tensor_lines("outputs", n, spec, axes)
-    lines += ["[[workload]]"] + [f"{axis} = {size}" for size, axis in axes.items()]
-    lines += ["smoke = true"] if smoke else []
-    flops = _flops(problem, axes)
-    lines += ["", "[cost]", f'flops = "{flops}"'] if flops else []
-    lines += ["", "[judge]", "# get_inputs() fixes the shapes, so the judge cannot derive others.",
-              "hidden = false", "", "[target]", f"speedup = {TargetSpec().speedup}", "",
-              "[budget]", f"iterations = {BudgetSpec().iterations}",
-              f"minutes = {BudgetSpec().minutes}", "", "[policy]", "forbid = []", ""]
-    return "\n".join(lines)
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n

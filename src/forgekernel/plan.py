@@ -19,17 +19,20 @@ def workload_costs(task: TaskSpec, module: Any) -> list[dict[str, Any]]:
     from forgekernel.profile import roofline
 
     ceilings, source = ceilings_for_task(task)
-    dtype = roofline.main_dtype(task)
+    dtype = roofline.compute_dtype(task)
     rows = []
     for w in task.workloads:
-        outs = roofline.output_specs(task, module, w)
-        nbytes = roofline.minimal_bytes(task, w, outs)
-        fl = roofline.formula_flops(task, w)
-        f = roofline.floor(nbytes, fl, ceilings, dtype)
-        rows.append({"axes": dict(w.axes), "smoke": w.smoke, "bytes": nbytes, "flops": fl,
-                     "outputs": [{"shape": list(s), "dtype": d} for s, d in outs],
-                     "floor_ms": f.floor_ms, "bound": f.bound,
-                     "bandwidth_tbs": round(f.bandwidth_tbs, 3), "ceilings": source})
+        cost = roofline.workload_cost(task, module, w)
+        nbytes = roofline.cost_bytes(task, w, cost)
+        f = roofline.floor(nbytes, cost.flops, ceilings, dtype)
+        row = {"axes": dict(w.axes), "smoke": w.smoke, "bytes": nbytes, "param_bytes": cost.param_bytes,
+               "flops": cost.flops, "flops_source": cost.flops_source,
+               "outputs": [{"shape": list(s), "dtype": d} for s, d in cost.outputs or []],
+               "floor_ms": f.floor_ms, "bound": f.bound, "peak": dtype, "peak_tflops": f.peak_tflops,
+               "peak_source": f.peak_source, "bandwidth_tbs": round(f.bandwidth_tbs, 3), "ceilings": source}
+        if cost.note:
+            row["note"] = cost.note
+        rows.append(row)
     return rows
 
 

@@ -53,14 +53,18 @@ class Dist(Record):
     """How an input's values are drawn.
 
     kinds: ``normal`` (mean, std), ``uniform`` (low, high), ``randint`` (low inclusive,
-    high exclusive), ``positive`` (uniform in [low, high] with 0 < low; default [0.5, 1.5]).
+    high exclusive), ``positive`` (uniform in [low, high] with 0 < low; default [0.5, 1.5]),
+    ``custom`` (made by the reference's own code, ``make_inputs`` or KernelBench's
+    ``get_inputs()``; ``note`` says how).
     """
 
-    kind: Literal["normal", "uniform", "randint", "positive"] = "normal"
+    kind: Literal["normal", "uniform", "randint", "positive", "custom"] = "normal"
     mean: float = 0.0
     std: float = 1.0
     low: float | None = None
     high: float | None = None
+    note: str = ""
+    """How the values are made, in words (any kind; required for ``custom``)."""
 
     @model_validator(mode="after")
     def _check(self) -> Dist:
@@ -72,6 +76,8 @@ class Dist(Record):
             raise ValueError("dist kind 'positive' needs low > 0")
         if self.std < 0:
             raise ValueError("dist std must be >= 0")
+        if self.kind == "custom" and not self.note:
+            raise ValueError("dist kind 'custom' needs a note saying how the values are made")
         return self
 
 
@@ -82,6 +88,10 @@ class AxisSpec(Record):
     min: int = 1
     max: int | None = None
     multiple_of: int = 1
+    constant: str | None = None
+    """KernelBench tasks: the module constant(s) this axis sets, ``name`` or ``name[i]`` for
+    element i of a tuple constant, several separated by commas when they must stay equal
+    (default: the constant named like the axis)."""
 
 
 class TensorSpec(Record):
@@ -114,6 +124,26 @@ class JudgeSpec(Record):
     timeout_s: float = Field(300.0, gt=0)
     hidden: bool = True
     """Add hidden odd-shaped workloads derived from the axes."""
+    tolerance: dict[str, float] = Field(default_factory=dict)
+    """Fixed tolerance per output dtype (``float32 = 1e-2``): ``|out - ref| <= t + t * |ref|``
+    elementwise (atol = rtol = t, as KernelBench's ``torch.allclose``); replaces calibration
+    for outputs of those dtypes."""
+    tf32: bool = False
+    """float32 matmuls and convolutions may run on TF32 tensor cores: the float32 roofline
+    uses the TF32 peak and calibrated float32 tolerances admit TF32 rounding."""
+    module_mode: Literal["train", "eval"] = "train"
+    """KernelBench tasks: the mode Model and ModelNew are both put in (KernelBench's own
+    evaluator never calls .eval(), so its modules run in training mode)."""
+
+    @model_validator(mode="after")
+    def _check_tolerance(self) -> JudgeSpec:
+        for dtype, tol in self.tolerance.items():
+            if dtype not in ("bfloat16", "float16", "float32", "float64"):
+                raise ValueError(f"tolerance key '{dtype}' is not a floating dtype (use bfloat16, "
+                                 "float16, float32 or float64)")
+            if not tol > 0:
+                raise ValueError(f"tolerance {dtype} = {tol} must be > 0")
+        return self
 
 
 class TargetSpec(Record):

@@ -193,12 +193,31 @@ def run_config(task: TaskSpec, settings: Settings) -> dict[str, Any]:
     return cfg
 
 
+def _model_signatures(reference: Path) -> tuple[str, str]:
+    """The argument lists of the reference Model's __init__ and forward (with self)."""
+    import ast
+
+    found = {"__init__": "self, *args", "forward": "self, *inputs"}
+    try:
+        tree = ast.parse(reference.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return found["__init__"], found["forward"]
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name in found:
+                    found[fn.name] = ast.unparse(fn.args)
+    return found["__init__"], found["forward"]
+
+
 def stub_kernel(task: TaskSpec) -> str:
     """The workspace's starting kernel.py: the reference's signature, no implementation."""
     if task.format == "kernelbench":
-        return (f'"""Candidate for {task.name}: define ModelNew with the reference Model\'s '
-                'interface."""\n\nimport torch\n\n\nclass ModelNew(torch.nn.Module):\n'
-                '    def forward(self, *inputs):\n'
+        init, forward = _model_signatures(Path(task.root) / "reference.py")
+        return (f'"""Candidate for {task.name}: ModelNew takes the reference Model\'s constructor '
+                'arguments and forward inputs."""\n\nimport torch\n\n\nclass ModelNew(torch.nn.Module):\n'
+                f'    def __init__({init}):\n        super().__init__()\n\n'
+                f'    def forward({forward}):\n'
                 '        raise NotImplementedError("write the kernel here")\n')
     args = ", ".join(task.inputs)
     return (f'"""Candidate for {task.name}: run({args}) must match reference.run."""\n\n\n'

@@ -88,8 +88,9 @@ def _workload(w: Any, i: int, where: str) -> dict[str, Any]:
     if not isinstance(smoke, bool):
         raise TaskError(f"{where}: workload[{i}].smoke must be true or false")
     for k, v in w.items():
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise TaskError(f"{where}: workload[{i}].{k} = {v!r}: axis values must be integers >= 1")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise TaskError(f"{where}: workload[{i}].{k} = {v!r}: axis values must be integers >= 1 "
+                            "(>= 0 where the axis allows it, as a KernelBench padding = 0)")
     return {"axes": w, "smoke": smoke}
 
 
@@ -143,14 +144,37 @@ def _allowed_keys(path: tuple) -> list[str]:
 def _cross_check(task: TaskSpec, where: str) -> None:
     if not task.inputs:
         raise TaskError(f"{where}: [inputs] is empty; declare each input's dtype and shape")
+    _check_shapes(task, where)
+    _check_workloads(task, where)
+    for key in ("flops", "bytes"):
+        text = getattr(task.cost, key)
+        if text is None:
+            continue
+        try:
+            unknown = exprs.names(text) - set(task.axes)
+        except exprs.ExprError as exc:
+            raise TaskError(f"{where}: cost.{key}: {exc}") from None
+        if unknown:
+            raise TaskError(f"{where}: cost.{key} uses '{sorted(unknown)[0]}', which is not an axis")
+    for name in task.policy.forbid:
+        if not name or " " in name:
+            raise TaskError(f"{where}: policy.forbid entry {name!r} must be a dotted name")
+
+
+def _check_shapes(task: TaskSpec, where: str) -> None:
     for group, specs in (("inputs", task.inputs), ("outputs", task.outputs)):
         for name, spec in specs.items():
             for dim in spec.shape:
-                if isinstance(dim, str) and dim not in task.axes:
+                if isinstance(dim, str) and dim not in task.axes and task.format == "kernelbench":
+                    _check_dim_expr(dim, f"[{group}.{name}].shape", task, where)
+                elif isinstance(dim, str) and dim not in task.axes:
                     raise TaskError(f"{where}: [{group}.{name}].shape uses axis '{dim}' which "
                                     f"[axes] does not define (defined: {', '.join(task.axes) or 'none'})")
                 if isinstance(dim, int) and dim < 1:
                     raise TaskError(f"{where}: [{group}.{name}].shape has size {dim}; sizes must be >= 1")
+
+
+def _check_workloads(task: TaskSpec, where: str) -> None:
     if not task.workloads:
         raise TaskError(f"{where}: no [[workload]]; add at least one (and one with smoke = true)")
     for i, w in enumerate(task.workloads):
@@ -168,19 +192,18 @@ def _cross_check(task: TaskSpec, where: str) -> None:
                 rules += [f"a multiple of {spec.multiple_of}"] if spec.multiple_of > 1 else []
                 raise TaskError(f"{where}: workload[{i}].{a} = {v} is outside axis '{a}' "
                                 f"(must be {', '.join(rules)})")
-    for key in ("flops", "bytes"):
-        text = getattr(task.cost, key)
-        if text is None:
-            continue
-        try:
-            unknown = exprs.names(text) - set(task.axes)
-        except exprs.ExprError as exc:
-            raise TaskError(f"{where}: cost.{key}: {exc}") from None
-        if unknown:
-            raise TaskError(f"{where}: cost.{key} uses '{sorted(unknown)[0]}', which is not an axis")
-    for name in task.policy.forbid:
-        if not name or " " in name:
-            raise TaskError(f"{where}: policy.forbid entry {name!r} must be a dotted name")
+
+
+def _check_dim_expr(dim: str, key: str, task: TaskSpec, where: str) -> None:
+    """A KernelBench shape entry may be an expression over the axes."""
+    try:
+        unknown = exprs.names(dim) - set(task.axes)
+    except exprs.ExprError as exc:
+        raise TaskError(f"{where}: {key} entry {dim!r} is neither an axis nor an expression over "
+                        f"the axes: {exc}") from None
+    if unknown:
+        raise TaskError(f"{where}: {key} entry {dim!r} uses '{sorted(unknown)[0]}', which [axes] "
+                        f"does not define (defined: {', '.join(task.axes) or 'none'})")
 
 
 def load_module(path: Path, name: str | None = None) -> ModuleType:
@@ -255,6 +278,10 @@ def check_reference_module(task: TaskSpec, deadline_s: float = IMPORT_DEADLINE_S
     make = getattr(module, "make_inputs", None)
     if make is not None and not callable(make):
         raise TaskError(f"{ref}: make_inputs must be a function (axes: dict, seed: int) -> tuple")
+    custom = [n for n, s in task.inputs.items() if s.dist.kind == "custom"]
+    if custom and make is None and task.format != "kernelbench":
+        raise TaskError(f"{ref}: inputs.{custom[0]}.dist is 'custom', so reference.py must define "
+                        "make_inputs(axes, seed) that makes the values")
     return module
 
 
@@ -264,8 +291,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def shape_of(spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...]:
-    """Concrete shape of a tensor spec at a workload."""
-    return tuple(axes[d] if isinstance(d, str) else d for d in spec.shape)
+    """Concrete shape of a tensor spec at a workload (an entry may be an axis name, a size,
+    or, in a KernelBench task, an expression over the axes such as ``"2 * D"``)."""
+    return tuple(d if isinstance(d, int) else axes[d] if d in axes else int(exprs.evaluate(d, axes))
+                 for d in spec.shape)
 
 
 def numel(shape: typing.Iterable[int]) -> int:

@@ -56,9 +56,9 @@ def _floor_bound(task: TaskSpec) -> str:
     wls = task.gpu_workloads() or task.workloads
     votes = []
     for wl in wls:
-        nbytes = roofline.minimal_bytes(task, wl, roofline.output_specs(task, module, wl))
-        fl = roofline.floor(nbytes, roofline.formula_flops(task, wl), roofline.H200_SHARED,
-                            roofline.main_dtype(task))
+        cost = roofline.workload_cost(task, module, wl)
+        fl = roofline.floor(roofline.cost_bytes(task, wl, cost), cost.flops, roofline.H200_SHARED,
+                            roofline.compute_dtype(task))
         votes.append(fl.bound)
     return max(set(votes), key=votes.count)
 

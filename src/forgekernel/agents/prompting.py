@@ -79,11 +79,19 @@ def visible_workloads(task: TaskSpec):
 def task_section(task: TaskSpec) -> str:
     lines = [f"Language: {task.language}; target GPUs: {task.arch}; op family: {task.family}.",
              "", "Axes:"]
-    lines += [f"- {k}: {a.description or '(no description)'}" for k, a in task.axes.items()]
+    lines += [f"- {k}: {a.description or '(no description)'}"
+              + (f" (fixed at {a.min})" if a.max is not None and a.max == a.min else "")
+              for k, a in task.axes.items()]
     lines += ["", "Inputs (in call order):"]
     for name, spec in task.inputs.items():
         shape = ", ".join(str(s) for s in spec.shape)
-        lines.append(f"- {name}: {spec.dtype}[{shape}], values {spec.dist.kind}")
+        values = spec.dist.note if spec.dist.kind == "custom" else spec.dist.kind
+        lines.append(f"- {name}: {spec.dtype}[{shape}], values {values}")
+    if task.format == "kernelbench":
+        lines += ["", "KernelBench task: the axes are module constants of the reference; each "
+                  "workload sets them, then builds Model(*get_init_inputs()) and calls get_inputs(). "
+                  f"Module mode: {task.judge.module_mode}."
+                  + (" float32 matmuls/convolutions may use TF32." if task.judge.tf32 else "")]
     lines += ["", "Workloads you may see (smoke = small, also run on the CPU interpreter):"]
     for w in visible_workloads(task):
         lines.append(f"- {w.label()}{' (smoke)' if w.smoke else ''}")
@@ -165,10 +173,32 @@ def bullets(items: Sequence[str], empty: str) -> str:
 # ---------------------------------------------------------------- prompts
 
 
+def entry_rule(task: TaskSpec) -> str:
+    """What kernel.py must define: run(*inputs), or (KernelBench) ModelNew like Model."""
+    if task.format == "kernelbench":
+        mode = "training" if task.judge.module_mode == "train" else "eval"
+        return ("it must define `class ModelNew(torch.nn.Module)` whose constructor takes the same "
+                "arguments as the reference's `Model` (the judge builds both from "
+                "`get_init_inputs()` under one seed, so create parameters in the same order and way "
+                f"as Model), and whose `forward` takes what `get_inputs()` returns; both run in {mode} "
+                "mode. It returns the same outputs (shapes, dtypes, values within tolerance).")
+    return ("it must define `run(*inputs)` with the reference's signature and return the same "
+            "outputs (shapes, dtypes, values within tolerance).")
+
+
+def judge_shapes(task: TaskSpec) -> str:
+    """What the judge checks correctness on; hidden odd shapes only when the task has them."""
+    if task.judge.hidden and task.axes and any(
+            a.max is None or a.max > a.min for a in task.axes.values()):
+        return "correctness on more shapes than you are shown (odd sizes included)"
+    return "correctness on the workloads you are shown"
+
+
 def coder_system(task: TaskSpec, tools_note: str) -> str:
     forbid = ", ".join(task.policy.forbid) or "(none listed; still write your own kernels)"
     return render(f"system_{PROMPT_VERSION}", language=task.language, arch=task.arch,
-                  forbid=forbid, tools_note=tools_note)
+                  forbid=forbid, tools_note=tools_note, entry_rule=entry_rule(task),
+                  judge_shapes=judge_shapes(task))
 
 
 def coder_prompt(ctx: CoderContext, instructions: str, brief: bool = False) -> str:
@@ -205,9 +235,16 @@ def metric_names() -> str:
 
 
 def architect_system(task: TaskSpec, tools_note: str) -> str:
+    shapes = ("A judge checks candidates on shapes you are not shown; plan kernels that work for "
+              "any shape allowed by the axes." if judge_shapes(task).startswith("correctness on more")
+              else "A judge checks candidates on the workloads listed; plan kernels that are "
+              "correct at each of them.")
+    if task.format == "kernelbench":
+        shapes += (" The kernel file defines `ModelNew` (same constructor arguments as the "
+                   "reference's `Model`), not `run(*inputs)`.")
     return render(f"architect_system_{PROMPT_VERSION}", metric_names=metric_names(),
                   target_speedup=task.target.speedup, language=task.language, arch=task.arch,
-                  tools_note=tools_note)
+                  tools_note=tools_note, judge_shapes=shapes)
 
 
 def architect_prompt(ctx: ArchitectContext, instructions: str) -> str:

@@ -25,6 +25,24 @@ def _time(ms: float) -> str:
     return f"{ms * 1000:.2f} us" if ms < 1 else f"{ms:.3f} ms"
 
 
+def _print_workloads(workloads: list[dict]) -> None:
+    first = workloads[0]
+    typer.echo(f"workloads (floors from {first['ceilings']}; {first['peak']} peak "
+               + (f"{first['peak_tflops']:g} TFLOP/s" if first["peak_tflops"] else "unknown")
+               + (f", {first['peak_source']}" if first.get("peak_source") else "") + "):")
+    for w in workloads:
+        axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
+        flops = f"{w['flops']:.3g} flop" if w["flops"] is not None else "flops unknown"
+        tag = " [smoke]" if w["smoke"] else ""
+        params = f", {_human_size(w['param_bytes'])} of it parameters" if w.get("param_bytes") else ""
+        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({_human_size(w['bytes'])}{params}), {flops}, "
+                   f"floor {_time(w['floor_ms'])} ({w['bound']}-bound){tag}")
+        if w.get("note"):
+            typer.echo(f"    note: {w['note']}")
+    if first.get("flops_source"):
+        typer.echo(f"  flops: {first['flops_source']}")
+
+
 def _print_plan(plan: dict) -> None:
     t = plan["task"]
     typer.echo(f"task      {t['name']} ({t['family']}, {t['language']}, {t['arch']}, {t['format']})")
@@ -34,13 +52,7 @@ def _print_plan(plan: dict) -> None:
                                         for k, v in t["inputs"].items()))
     if t["policy_forbid"]:
         typer.echo("forbidden " + ", ".join(t["policy_forbid"]))
-    typer.echo(f"workloads (floors from {plan['workloads'][0]['ceilings']}):")
-    for w in plan["workloads"]:
-        axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
-        flops = f"{w['flops']:.3g} flop" if w["flops"] is not None else "flops unknown"
-        tag = " [smoke]" if w["smoke"] else ""
-        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({_human_size(w['bytes'])}), {flops}, "
-                   f"floor {_time(w['floor_ms'])} ({w['bound']}-bound){tag}")
+    _print_workloads(plan["workloads"])
     d, a = plan["delivery"], plan["agent"]
     typer.echo(f"delivery  {d['name']} -- {d['why']}")
     typer.echo(f"agent     coder {a['coder']} -- {a['coder_why']}; architect {a['architect']}"
@@ -106,10 +118,12 @@ def new(
                            + "; ".join(plan["agent"]["missing"]))
             return
         from forgekernel.plan import agent_choice
+        from forgekernel.refplan import check_reference
         from forgekernel.rundir import create
 
         missing = agent_choice(settings)["missing"]
         if missing:
             raise fail(f"agent cannot run here: missing {'; '.join(missing)} (see forge doctor)")
+        check_reference(spec)
         run_dir = create(Path(spec.root), settings, out)
         typer.echo(str(run_dir))

@@ -128,6 +128,10 @@ def _run_dir(target: Path, settings: Any, out: Path | None) -> Path:
             raise fail("--out is only for a task dir; the run dir already exists")
         return target
     if (target / "task.toml").is_file():
+        from forgekernel.refplan import check_reference
+        from forgekernel.task import load_task
+
+        check_reference(load_task(target))  # a misbehaving reference is one line, before anything is made
         root = rundir.create(target, settings, out)
         typer.echo(f"created run dir {root}")
         return root

@@ -331,4 +331,4 @@ def roofline_floor(task: Any, workload: Any, outputs: list[tuple[tuple[int, ...]
         return None
     nbytes = roofline.minimal_bytes(task, workload, outputs)
     flops = roofline.formula_flops(task, workload)
-    return roofline.floor(nbytes, flops, roofline.H200_SHARED, roofline.main_dtype(task))
+    return roofline.floor(nbytes, flops, roofline.H200_SHARED, roofline.compute_dtype(task))

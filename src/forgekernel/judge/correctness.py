@@ -8,8 +8,10 @@ passes when it is at most the output's tolerance, which is equivalent to
 
 Calibration: the reference run in its own dtype, compared with the oracle the same way,
 gives the reference's own error ``ref_err`` (the maximum over the calibration workloads);
-the tolerance is ``max(TOL_MULTIPLE * ref_err, DTYPE_FLOOR[dtype])``, or the task's
-``[judge] rtol``/``atol`` (then ``s = atol / rtol``). Integer and bool outputs must match
+the tolerance is ``max(TOL_MULTIPLE * ref_err, DTYPE_FLOOR[dtype])`` (for float32 under
+``[judge] tf32 = true`` the floor is ``TF32_FLOOR``), or the task's ``[judge] rtol``/``atol``
+(then ``s = atol / rtol``), or a fixed ``[judge] tolerance`` for the output's dtype
+(KernelBench's: ``s = 1``, the same test as ``torch.allclose(atol=t, rtol=t)``). Integer and bool outputs must match
 exactly. Under the Triton CPU interpreter, whose float32 -> bfloat16 conversion truncates
 instead of rounding to nearest (shared/H200.md), bfloat16 tolerances are multiplied by
 ``INTERPRET_ALLOWANCE``; the GPU judge never uses that factor.
@@ -29,6 +31,10 @@ DTYPE_FLOOR = {"bfloat16": 2.0**-7, "float16": 2.0**-10, "float32": 1e-5, "float
 float32 a bound far below tf32's or bf16's error so precision downgrades still fail."""
 SCALE_FRACTION = 0.1
 """``s`` in the normalised error, as a fraction of the oracle's root-mean-square."""
+TF32_FLOOR = 2.0**-11 * 32
+"""Smallest calibrated float32 tolerance when the task allows TF32 (``[judge] tf32``): TF32
+keeps 10 mantissa bits (unit roundoff 2**-11); a dot product's error relative to the
+output's scale reaches a few dozen units near zero-valued outputs."""
 INTERPRET_ALLOWANCE = {"bfloat16": 3.0}
 """Extra factor on tolerances under the CPU interpreter only (its bf16 conversion truncates)."""
 
@@ -105,11 +111,15 @@ def tolerance_for(dtype: str, ref_err: float, spec: JudgeSpec, *, interpret: boo
     """The tolerance of one output from its calibrated reference error."""
     if dtype not in DTYPE_FLOOR:
         return OutputTolerance(tol=0.0, ref_err=ref_err, source="exact")
-    if spec.rtol is not None:
+    if dtype in spec.tolerance:  # atol = rtol = t, as torch.allclose: |c - r| <= t + t * |r|
+        tol, scale, source = spec.tolerance[dtype], 1.0, f"task [judge] tolerance.{dtype}"
+    elif spec.rtol is not None:
         tol, source = spec.rtol, "task override"
         scale = spec.atol / spec.rtol if spec.atol is not None else None
     else:
-        tol, source = max(TOL_MULTIPLE * ref_err, DTYPE_FLOOR[dtype]), "calibrated"
+        floor = TF32_FLOOR if dtype == "float32" and spec.tf32 else DTYPE_FLOOR[dtype]
+        tol = max(TOL_MULTIPLE * ref_err, floor)
+        source = "calibrated" + (" (tf32 floor)" if floor == TF32_FLOOR else "")
         scale = spec.atol / tol if spec.atol is not None else None
     if interpret and dtype in INTERPRET_ALLOWANCE:
         tol *= INTERPRET_ALLOWANCE[dtype]

@@ -64,8 +64,9 @@ def _variants(task: TaskSpec, base: dict[str, int], rng: random.Random) -> list[
 
 def hidden_workloads(task: TaskSpec, visible: list[Workload], *, large: bool,
                      rng: random.Random | None = None) -> list[Workload]:
-    """Hidden workloads for ``visible`` (empty for KernelBench tasks, whose shapes are fixed)."""
-    if task.format == "kernelbench" or not task.axes or not visible:
+    """Hidden workloads for ``visible``; an axis varies only within its min/max, so the
+    semantic constants of a KernelBench task (min = max) stay as they are."""
+    if not task.axes or not visible:
         return []
     rng = rng or random.Random()
     seen = {tuple(sorted(w.axes.items())) for w in task.workloads}
@@ -102,6 +103,9 @@ def draw(spec: TensorSpec, shape: tuple[int, ...], gen: Any, device: str) -> Any
     import torch
 
     dist, dtype = spec.dist, torch_dtype(spec.dtype)
+    if dist.kind == "custom":
+        raise ValueError(f"a 'custom' dist ({dist.note}) cannot be drawn from the spec; the "
+                         "reference's make_inputs makes these values")
     if spec.dtype == "bool":
         return torch.randint(0, 2, shape, generator=gen, device=device).to(torch.bool)
     if spec.dtype not in FLOAT_DTYPES or dist.kind == "randint":

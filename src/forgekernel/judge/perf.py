@@ -76,7 +76,7 @@ def _rounds(session: Any, clock: Any, calls: list[Any], before: Any, after: Any)
 
 def time_slot(session: Any, slot: Any, clock: Any) -> dict[str, Any]:
     problem, wl = session.problem, slot.wl
-    ref_fn = session.perf_fn or problem.reference_callable()
+    ref_fn = session.reference_fn(slot)
     pools = [problem.make(wl, inp.secret_seed()) for _ in range(3)]
     cand = _guarded(session, slot)
     calls = [lambda: ref_fn(*pools[0]), lambda: cand(*pools[1]), lambda: ref_fn(*pools[2])]
@@ -108,9 +108,11 @@ def time_slot(session: Any, slot: Any, clock: Any) -> dict[str, Any]:
 
 
 def _guarded(session: Any, slot: Any) -> Any:
+    fn = session.fn(slot)
+
     def call(*args: Any) -> Any:
         try:
-            return session.fn(*args)
+            return fn(*args)
         except BaseException as exc:  # the candidate's exception is its verdict
             raise from_exception(exc, phase="timing", where=slot.label, hidden=False,
                                  candidate_dir=session.candidate_dir) from None
@@ -125,7 +127,7 @@ def _verify(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...], r: 
     """A timed call's outputs against the oracle (catches phase detection and drift)."""
     check = cx.check_structure(outs, tuple(slot.outputs))
     if check.ok:
-        oracle = session.problem.oracle(args)
+        oracle = session.problem.oracle(slot.wl, args)
         for k, (o, ref) in enumerate(zip(outs, oracle, strict=True)):
             check = cx.compare(o, ref, session.tolerances[k])
             if not check.ok:
@@ -177,8 +179,8 @@ def graph_slot(session: Any, slot: Any, clock: Any) -> dict[str, Any]:
     """CUDA-graph replay timing of candidate and reference (reported separately)."""
     problem, wl = session.problem, slot.wl
     out: dict[str, Any] = {}
-    ref_fn = session.perf_fn or problem.reference_callable()
-    for name, fn in (("candidate", session.fn), ("reference", ref_fn)):
+    ref_fn = session.reference_fn(slot)
+    for name, fn in (("candidate", session.fn(slot)), ("reference", ref_fn)):
         args = problem.make(wl, inp.secret_seed())
 
         def before(r: int, args: list[Any] = args) -> None:
@@ -193,7 +195,7 @@ def graph_slot(session: Any, slot: Any, clock: Any) -> dict[str, Any]:
         m = timing.measurement(series.device_ms, "cuda-graph")
         out[name] = {"median_ms": m.median_ms, "spread_ms": m.spread_ms, "n": m.n, "label": m.label}
         if name == "candidate":
-            oracle = problem.oracle(args)
+            oracle = problem.oracle(wl, args)
             ok = all(cx.compare(o, r, t).ok for o, r, t in zip(_outputs(static), oracle, session.tolerances,
                                                                    strict=False))
             out[name]["replay_correct"] = ok

@@ -1,10 +1,12 @@
 """The operator under judgement, in one shape for both task formats.
 
-forge tasks: ``reference.run(*inputs)`` and the candidate's ``run(*inputs)``; inputs from
-``TensorSpec.dist`` or the reference's ``make_inputs(axes, seed)``. KernelBench tasks:
-``Model(*get_init_inputs())`` and the candidate's ``ModelNew`` built under one seed (so
-their parameters match), inputs from ``get_inputs()`` under the trial's seed. The float64
-oracle is the reference with its floating inputs (and parameters) upcast.
+Every concrete piece comes from :mod:`forgekernel.instance`. forge tasks: ``reference.run``
+and the candidate's ``run(*inputs)``; inputs from ``make_inputs`` or the specs. KernelBench
+tasks: per workload, the reference module at the workload's constants, ``Model`` and the
+candidate's ``ModelNew`` built from its ``get_init_inputs()`` under one secret init seed (so
+their parameters match), both in the task's module mode, and inputs from ``get_inputs()``
+under the trial's seed. The float64 oracle is the reference with its floating inputs (and
+parameters) upcast.
 """
 
 from __future__ import annotations
@@ -14,106 +16,101 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from forgekernel import instance as inst
 from forgekernel.judge import inputs as inp
 from forgekernel.records import TaskSpec, Workload
-from forgekernel.task import load_module, shape_of
+from forgekernel.task import load_module
+
+outputs_of = inst.outputs_of
 
 
 class CandidateLoadError(Exception):
     """The candidate module imported but lacks what the task format needs."""
 
 
-def outputs_of(value: Any) -> tuple[Any, ...]:
-    """A call's result as a tuple of outputs."""
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+def _key(wl: Workload) -> tuple:
+    return tuple(sorted(wl.axes.items()))
 
 
-def _accepts_device(fn: Callable[..., Any]) -> bool:
-    import inspect
+class Entry:
+    """A candidate (or performance reference) module: its callable at each workload."""
 
-    try:
-        return "device" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+    def __init__(self, problem: Problem, module: Any, kernel: Path) -> None:
+        self.problem, self.module = problem, module
+        self._models: dict[tuple, Any] = {}
+        if problem.kernelbench:
+            if not callable(getattr(module, "ModelNew", None)):
+                raise CandidateLoadError(f"{kernel.name} does not define ModelNew")
+        elif not callable(getattr(module, "run", None)):
+            raise CandidateLoadError(f"{kernel.name} does not define run(*inputs)")
+
+    def at(self, wl: Workload) -> Callable[..., Any]:
+        """run, or ModelNew(*get_init_inputs()) at the workload's constants (built once)."""
+        if not self.problem.kernelbench:
+            return self.module.run
+        key = _key(wl)
+        if key not in self._models:
+            p = self.problem
+            self._models[key] = inst.model_at(p.task, p.module_at(wl), init_seed=p.init_seed,
+                                              device=p.device, cls=self.module.ModelNew)
+        return self._models[key]
 
 
 class Problem:
-    """Builds inputs, the reference (own dtype and float64) and the candidate's callable."""
+    """Builds inputs, the reference (own dtype and float64) and the candidate's callables."""
 
     def __init__(self, task: TaskSpec, device: str) -> None:
         self.task, self.device = task, device
         self.ref = load_module(Path(task.root) / "reference.py", name="_forge_judge_reference")
-        self.kernelbench = task.format == "kernelbench"
-        self._init_seed = inp.secret_seed()
-        self._model = self._model64 = None
-        if self.kernelbench:
-            import torch
+        self.kernelbench = inst.kernelbench(task)
+        self.init_seed = inp.secret_seed()
+        self._models: dict[tuple, tuple[Any, Any]] = {}
 
-            torch.manual_seed(self._init_seed)
-            self._model = self.ref.Model(*self.ref.get_init_inputs()).to(device).eval()
-            self._model64 = copy.deepcopy(self._model).to(torch.float64)
+    def module_at(self, wl: Workload) -> Any:
+        return inst.module_at(self.task, self.ref, dict(wl.axes))
+
+    def _pair(self, wl: Workload) -> tuple[Any, Any]:
+        """(Model, its float64 copy) at the workload, built once under the init seed."""
+        import torch
+
+        key = _key(wl)
+        if key not in self._models:
+            model = inst.model_at(self.task, self.module_at(wl), init_seed=self.init_seed,
+                                  device=self.device)
+            self._models[key] = (model, copy.deepcopy(model).to(torch.float64))
+        return self._models[key]
 
     # -- inputs
-    def make(self, workload: Workload, seed: int) -> list[Any]:
-        """Fresh inputs for ``workload`` from ``seed``, on the device."""
-        if self.kernelbench:
-            import torch
-
-            torch.manual_seed(seed)
-            return list(inp.to_device(list(self.ref.get_inputs()), self.device))
-        make = getattr(self.ref, "make_inputs", None)
-        if make is not None:
-            kwargs = {"device": self.device} if _accepts_device(make) else {}
-            return list(inp.to_device(list(make(dict(workload.axes), seed, **kwargs)), self.device))
-        gen = inp.generator(seed, self.device)
-        return [inp.draw(spec, shape_of(spec, workload.axes), gen, self.device)
-                for spec in self.task.inputs.values()]
+    def make(self, wl: Workload, seed: int) -> list[Any]:
+        """Fresh inputs for ``wl`` from ``seed``, on the device."""
+        return inst.inputs_at(self.task, self.module_at(wl), wl, seed=seed, device=self.device)
 
     # -- reference
-    def reference(self, args: list[Any]) -> tuple[Any, ...]:
+    def reference_callable(self, wl: Workload) -> Callable[..., Any]:
+        """The reference at ``wl`` as a plain callable of the inputs (for timing)."""
+        return self._pair(wl)[0] if self.kernelbench else self.ref.run
+
+    def reference(self, wl: Workload, args: list[Any]) -> tuple[Any, ...]:
         """The reference in its own dtypes."""
         import torch
 
         with torch.no_grad():
-            if self.kernelbench:
-                return outputs_of(self._model(*args))
-            return outputs_of(self.ref.run(*args))
+            return outputs_of(self.reference_callable(wl)(*args))
 
-    def oracle(self, args: list[Any]) -> tuple[Any, ...]:
+    def oracle(self, wl: Workload, args: list[Any]) -> tuple[Any, ...]:
         """The reference on float64 copies of the inputs (the correctness oracle)."""
+        return self.oracle_with_inputs(wl, args)[0]
 
-        return self.oracle_with_inputs(args)[0]
-
-    def reference_callable(self) -> Callable[..., Any]:
-        """The reference as a plain callable of the inputs (for timing)."""
-        return self._model if self.kernelbench else self.ref.run
-
-    def oracle_with_inputs(self, args: list[Any]) -> tuple[tuple[Any, ...], list[Any]]:
+    def oracle_with_inputs(self, wl: Workload, args: list[Any]) -> tuple[tuple[Any, ...], list[Any]]:
         """The oracle's outputs and its (float64) inputs after the call."""
         import torch
 
         up = inp.upcast(args)
+        fn = self._pair(wl)[1] if self.kernelbench else self.ref.run
         with torch.no_grad():
-            if self.kernelbench:
-                return outputs_of(self._model64(*up)), up
-            return outputs_of(self.ref.run(*up)), up
+            return outputs_of(fn(*up)), up
 
     # -- candidates
-    def load(self, kernel: Path, name: str) -> Callable[..., Any]:
-        """Import a candidate's kernel.py and return its callable (exceptions propagate)."""
-        import torch
-
-        module = load_module(kernel, name=name)
-        if self.kernelbench:
-            cls = getattr(module, "ModelNew", None)
-            if not callable(cls):
-                raise CandidateLoadError(f"{kernel.name} does not define ModelNew")
-            torch.manual_seed(self._init_seed)
-            model = cls(*self.ref.get_init_inputs())
-            if isinstance(model, torch.nn.Module):
-                model = model.to(self.device)
-            return model
-        fn = getattr(module, "run", None)
-        if not callable(fn):
-            raise CandidateLoadError(f"{kernel.name} does not define run(*inputs)")
-        return fn
+    def load(self, kernel: Path, name: str) -> Entry:
+        """Import a candidate's kernel.py (exceptions propagate); its callables per workload."""
+        return Entry(self, load_module(kernel, name=name), kernel)

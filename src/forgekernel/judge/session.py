@@ -23,12 +23,18 @@ from forgekernel.judge.options import JudgeOptions
 from forgekernel.judge.problem import CandidateLoadError, Problem, outputs_of
 from forgekernel.records import Status, TaskSpec, Workload, WorkloadResult
 
+REFERENCE_SHARE = 0.5
+"""Share of the judge's timeout one calibration call of the reference may take."""
 POISON_PATTERNS = (0xFF, 0x7F)
 """Byte fills of freed memory before the two runs: NaN in every float type, then a huge
 finite value in bf16/fp32 (NaN in fp16)."""
 
 STATUS_OF = {"count": Status.WRONG_SHAPE, "shape": Status.WRONG_SHAPE, "type": Status.WRONG_DTYPE,
              "dtype": Status.WRONG_DTYPE, "device": Status.WRONG_DTYPE, "subclass": Status.REJECTED}
+
+
+class ReferenceHang(RuntimeError):
+    """The reference did not return within its share of the judge's timeout."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +106,8 @@ class Session:
         self.nondeterministic = False
         self.harness: guards.Harness | None = None
         self.l2 = guards.PersistingL2() if self.cuda else None
-        self.fn: Any = None
-        self.perf_fn: Any = None
+        self.entry: Any = None
+        self.perf_entry: Any = None
         self.phases: dict[str, float] = {}
 
     # ------------------------------------------------------------ workloads
@@ -125,9 +131,11 @@ class Session:
         kept = []
         for slot in self.slots:
             try:
-                specs, errs = self._calibrate_one(slot)
+                specs, errs = self._calibrate_timed(slot)
                 if not slot.wl.hidden:  # a second draw steadies the visible calibration
-                    errs = [max(a, b) for a, b in zip(errs, self._calibrate_one(slot)[1], strict=True)]
+                    errs = [max(a, b) for a, b in zip(errs, self._calibrate_timed(slot)[1], strict=True)]
+            except ReferenceHang:
+                raise
             except Exception as exc:
                 if slot.wl.hidden:
                     continue  # the reference itself rejects this shape: not a workload
@@ -144,14 +152,27 @@ class Session:
         self.tolerances = [cx.tolerance_for(dtypes[k], errors[k], self.task.judge, interpret=self.interpret)
                            for k in sorted(errors)]
 
+    def _calibrate_timed(self, slot: Slot) -> tuple[list[OutSpec], list[float]]:
+        """One calibration draw, under a deadline: a reference that never returns is the
+        task's problem, reported as such, never the candidate's TIMEOUT."""
+        from forgekernel.task import _deadline, _ImportDeadline
+
+        limit = self.task.judge.timeout_s * REFERENCE_SHARE
+        try:
+            with _deadline(limit):
+                return self._calibrate_one(slot)
+        except _ImportDeadline:
+            raise ReferenceHang(f"the reference did not return within {limit:g} s on {slot.label} "
+                                "(before any candidate code was loaded)") from None
+
     def _calibrate_one(self, slot: Slot) -> tuple[list[OutSpec], list[float]]:
         torch = self.torch
         args = self.problem.make(slot.wl, inp.secret_seed())
         pristine = inp.clone_args(args)
-        refs = self.problem.reference(args)
+        refs = self.problem.reference(slot.wl, args)
         self.mutating.update(guards.mutated_inputs(args, pristine))
         self.input_dtypes = [cx.dtype_name(a) if isinstance(a, torch.Tensor) else "" for a in args]
-        oracle = self.problem.oracle(pristine)
+        oracle = self.problem.oracle(slot.wl, pristine)
         if not all(type(r) is torch.Tensor for r in refs):
             raise TypeError("the reference must return tensors")
         specs = [OutSpec(tuple(r.shape), r.dtype, r.device, r.numel() * r.element_size()) for r in refs]
@@ -170,15 +191,32 @@ class Session:
         if self.candidate_dir not in sys.path:
             sys.path.append(self.candidate_dir)
         try:
-            self.fn = self.problem.load(kernel, "_forge_candidate")
+            self.entry = self.problem.load(kernel, "_forge_candidate")
         except CandidateLoadError as exc:
             raise Failure(Status.COMPILE_ERROR, str(exc), {"kind": "entry", "phase": "import"}) from None
         except BaseException as exc:  # anything the candidate raises at import is its verdict
             raise from_exception(exc, phase="import", where="import", hidden=False,
                                  candidate_dir=self.candidate_dir) from None
+        for slot in self.slots:  # KernelBench: ModelNew per workload, inside the import checks
+            self.fn(slot)
         self.integrity(before, None, "import")
         if perf_kernel is not None:
-            self.perf_fn = self.problem.load(perf_kernel, "_forge_perf_reference")
+            self.perf_entry = self.problem.load(perf_kernel, "_forge_perf_reference")
+
+    def fn(self, slot: Slot) -> Any:
+        """The candidate's callable at ``slot`` (KernelBench: ModelNew built there once, when
+        the candidate is loaded); an exception while building it is the candidate's verdict."""
+        try:
+            return self.entry.at(slot.wl)
+        except BaseException as exc:  # the candidate's constructor is candidate code
+            raise from_exception(exc, phase="init", where=f"ModelNew(*get_init_inputs()) at {slot.label}",
+                                 hidden=slot.wl.hidden, candidate_dir=self.candidate_dir) from None
+
+    def reference_fn(self, slot: Slot) -> Any:
+        """What the candidate is timed against: the performance reference, else the task's."""
+        if self.perf_entry is not None:
+            return self.perf_entry.at(slot.wl)
+        return self.problem.reference_callable(slot.wl)
 
     def integrity(self, threads_before: set[int], stream: Any, where: str) -> None:
         """Harness untouched, no candidate thread alive, same stream, persisting L2 unchanged."""
@@ -243,14 +281,15 @@ class Session:
     def trial(self, slot: Slot) -> None:
         args = self.problem.make(slot.wl, inp.secret_seed())
         pristine = inp.clone_args(args)
-        out1 = self.call(self.fn, args, slot, POISON_PATTERNS[0])
+        fn = self.fn(slot)
+        out1 = self.call(fn, args, slot, POISON_PATTERNS[0])
         self.structure(slot, out1)
         self.mutation(slot, args, pristine)
         kept = [o.clone() for o in out1]
         del out1
-        out2 = self.call(self.fn, inp.clone_args(pristine), slot, POISON_PATTERNS[1])
+        out2 = self.call(fn, inp.clone_args(pristine), slot, POISON_PATTERNS[1])
         self.structure(slot, out2)
-        oracle, up = self.problem.oracle_with_inputs(pristine)
+        oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
         for k, (out, ref) in enumerate(zip(kept, oracle, strict=True)):
             self.values(slot, k, out, ref)
         for k, (a, b) in enumerate(zip(kept, out2, strict=True)):

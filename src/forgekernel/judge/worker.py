@@ -131,13 +131,14 @@ def _audit(session: Any) -> dict[str, Any]:
 
     slot = perf.timed_slots(session)[-1]
     ref_args = session.problem.make(slot.wl, secret_seed())
-    ref = session.problem.reference_callable()
+    ref = session.problem.reference_callable(slot.wl)
     ref_ops = audit.eager_compute(lambda: ref(*ref_args))
     args = session.problem.make(slot.wl, secret_seed())
+    fn = session.fn(slot)
 
     def call() -> Any:
         try:
-            return session.fn(*args)
+            return fn(*args)
         except BaseException as exc:  # the candidate's exception is its verdict
             raise from_exception(exc, phase="audit", where=slot.label, hidden=False,
                                  candidate_dir=session.candidate_dir) from None

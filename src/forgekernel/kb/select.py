@@ -46,30 +46,10 @@ class Prescription(BaseModel):
     """Where the ceilings behind the task's roofline floors came from."""
 
 
-def _meta_args(task: TaskSpec, module: Any, w: Workload) -> tuple[Any, tuple]:
-    import torch
-
-    from forgekernel.task import shape_of
-
-    if task.format == "kernelbench":
-        with torch.device("meta"):
-            model = module.Model(*module.get_init_inputs())
-        return model, tuple(torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t
-                            for t in module.get_inputs())
-    return module.run, tuple(torch.empty(shape_of(s, w.axes), dtype=getattr(torch, s.dtype),
-                                         device="meta") for s in task.inputs.values())
-
-
 def counted_flops(task: TaskSpec, module: Any, w: Workload) -> float | None:
-    """Flops of the reference at ``w`` by PyTorch's flop counter on meta tensors (None if 0)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    fn, args = _meta_args(task, module, w)
-    counter = FlopCounterMode(display=False)
-    with counter:
-        fn(*args)
-    total = counter.get_total_flops()
-    return float(total) if total else None
+    """Flops of the reference at ``w``: the [cost] formula, else PyTorch's flop counter on
+    meta tensors (None when neither gives any)."""
+    return roofline.workload_cost(task, module, w).flops
 
 
 def workload_classes(task: TaskSpec, ceilings: roofline.Ceilings) -> list[set[str]]:
@@ -79,12 +59,9 @@ def workload_classes(task: TaskSpec, ceilings: roofline.Ceilings) -> list[set[st
     module = check_reference_module(task)
     out = []
     for w in task.gpu_workloads() or task.workloads:
-        outs = roofline.output_specs(task, module, w)
-        nbytes = roofline.minimal_bytes(task, w, outs)
-        flops = roofline.formula_flops(task, w)
-        if flops is None:
-            flops = counted_flops(task, module, w)
-        fl = roofline.floor(nbytes, flops, ceilings, roofline.main_dtype(task))
+        cost = roofline.workload_cost(task, module, w)
+        fl = roofline.floor(roofline.cost_bytes(task, w, cost), cost.flops, ceilings,
+                            roofline.compute_dtype(task))
         classes = {fl.bound}
         if fl.floor_ms < LAUNCH_FLOOR_MS:
             classes.add("launch")

@@ -36,12 +36,12 @@ def time_call(fn: Callable[[], Any], *, on_gpu: bool, cpu_reps: int = 3) -> tupl
 
 
 def counter_flops(fn: Callable[[], Any]) -> float | None:
-    """Flops seen by PyTorch's flop counter (matmul/conv/attention only); None when it saw none."""
-    from torch.utils.flop_counter import FlopCounterMode
+    """Flops seen by PyTorch's flop formulas (matmul/conv/attention only); None when it saw none."""
+    from forgekernel.flops import FlopCount
 
-    with FlopCounterMode(display=False) as counter:
+    with FlopCount() as counter:
         fn()
-    total = counter.get_total_flops()
+    total = counter.total
     return float(total) if total > 0 else None
 
 
@@ -69,15 +69,19 @@ def profile_workload(task: TaskSpec, ref: Any, subject: Callable[..., Any], wl: 
                              else f"{timing_label}: host wall clock, median of 3"),
                "launches": trace.source}
     notes = list(trace.notes)
-    nbytes = roofline.minimal_bytes(task, wl, roofline.output_specs(task, ref, wl))
+    cost = roofline.workload_cost(task, ref, wl)
+    nbytes = roofline.cost_bytes(task, wl, cost)
     metrics["bytes"] = nbytes
-    sources["bytes"] = "task [cost] bytes" if task.cost.bytes else "inputs read + outputs written once"
-    flops, sources["flops"] = _flops(task, wl, ref, inputs)
+    sources["bytes"] = "task [cost] bytes" if task.cost.bytes else \
+        "inputs, parameters and buffers read + outputs written once"
+    flops, sources["flops"] = cost.flops, cost.flops_source
     if flops is not None:
         metrics["flops"] = flops
     else:
         notes.append("flops unknown: no [cost] flops formula and the flop counter saw no "
                      "matmul/conv/attention")
+    if cost.note:
+        notes.append(cost.note)
     if ceilings is None:
         notes.append("no ceilings for this device/arch: floor, %SOL and bound not computed")
     else:
@@ -87,23 +91,15 @@ def profile_workload(task: TaskSpec, ref: Any, subject: Callable[..., Any], wl: 
                    sources=sources, notes=tuple(notes))
 
 
-def _flops(task: TaskSpec, wl: Workload, ref: Any, inputs: tuple[Any, ...]) -> tuple[float | None, str]:
-    formula = roofline.formula_flops(task, wl)
-    if formula is not None:
-        return formula, f"task [cost] flops = {task.cost.flops}"
-    if task.format == "kernelbench":
-        return None, "unknown"
-    return counter_flops(lambda: ref.run(*inputs)), "torch.utils.flop_counter on the reference"
-
-
 def _roofline(metrics: dict[str, Any], sources: dict[str, str], ceilings: Ceilings,
               task: TaskSpec, nbytes: int, flops: float | None, timing_label: str,
               launch_us: float | None) -> None:
-    fl = roofline.floor(nbytes, flops, ceilings, roofline.main_dtype(task))
+    fl = roofline.floor(nbytes, flops, ceilings, roofline.compute_dtype(task))
     metrics["floor_ms"] = fl.floor_ms
     sources["ceilings"] = ceilings.source
     sources["floor_ms"] = (f"max(bytes / {fl.bandwidth_tbs:.2f} TB/s size-matched copy"
                            + (f", flops / {fl.peak_tflops:g} TFLOP/s" if fl.peak_tflops else "")
+                           + (f" [{fl.peak_source}]" if fl.peak_source else "")
                            + ")")
     if timing_label == "device":
         metrics["sol_pct"] = fl.sol_pct(metrics["median_ms"])

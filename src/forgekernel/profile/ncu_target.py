@@ -15,12 +15,13 @@ from pathlib import Path
 def main(argv: list[str]) -> int:
     import torch
 
-    from forgekernel.profile.subject import load_subject, make_inputs
+    from forgekernel.profile.subject import load_subject, make_inputs, subject_at
     from forgekernel.task import load_task
 
     spec = json.loads(Path(argv[0]).read_text())
     task = load_task(spec["task"], check_reference=False)
-    ref, fn = load_subject(task, spec.get("kernel"))
+    ref, subject = load_subject(task, spec.get("kernel"))
+    fn = subject_at(subject, spec["axes"])
     inputs = make_inputs(task, ref, spec["axes"], seed=int(spec.get("seed", 0)), device="cuda")
     for _ in range(2):
         fn(*inputs)

@@ -1,9 +1,11 @@
 """Cost model and roofline: minimal bytes, flops, the floor time and %SOL.
 
-Minimal bytes = every input read once plus every output written once. Flops come from the
-task's ``[cost] flops`` formula when it has one (the profiler may add PyTorch's flop counter).
-The floor is max(bytes / bandwidth, flops / peak), with the bandwidth taken size-matched
-from the device's measured copy ceiling.
+Minimal bytes = every input, parameter and buffer read once plus every output written once.
+Flops come from the task's ``[cost] flops`` formula when it has one, else from PyTorch's
+flop counter over the reference on meta tensors (:mod:`forgekernel.refplan`). The floor is
+max(bytes / bandwidth, flops / peak), with the bandwidth taken size-matched from the
+device's measured copy ceiling and the peak for the task's compute dtype (float32 tasks
+with ``[judge] tf32 = true``: the TF32 tensor-core peak).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ class Ceilings(BaseModel):
     bandwidth_by_mib: dict[int, float] = Field(default_factory=dict)
     """Size-matched copy bandwidth: buffer MiB -> TB/s."""
     tflops: dict[str, float] = Field(default_factory=dict)
-    """dtype -> dense matrix peak in TFLOP/s (measured through the library)."""
+    """dtype (or ``tf32``) -> dense matrix peak in TFLOP/s."""
+    tflops_sources: dict[str, str] = Field(default_factory=dict)
+    """Where a peak came from when it is not ``source`` (a datasheet lead is not a measurement)."""
     launch_us: float | None = None
     source: str = ""
 
@@ -38,10 +42,14 @@ H200_SHARED = Ceilings(
     bandwidth_tbs=4.27,
     bandwidth_by_mib={16: 2.64, 32: 3.09, 64: 3.62, 128: 3.97, 256: 4.13, 512: 4.18, 1024: 4.25,
                       4096: 4.30},
-    tflops={"bfloat16": 686.0},
+    tflops={"bfloat16": 686.0, "float32": 67.0, "tf32": 494.7},
+    tflops_sources={"float32": "datasheet lead, not measured (H200 SXM: FP32 67 TFLOP/s)",
+                    "tf32": "datasheet lead, not measured (H200 SXM: TF32 tensor core 989 "
+                            "TFLOP/s with sparsity, 494.7 dense)"},
     source="shared/H200.md (measured on an H200, 2026-12-02)",
 )
-"""The ceilings in shared/H200.md; used until the knowledge base certifies its own."""
+"""The ceilings in shared/H200.md; used until the knowledge base certifies its own. The
+float32 and TF32 peaks are NVIDIA's datasheet figures (leads until a probe measures them)."""
 
 
 def bandwidth_for(ceilings: Ceilings, nbytes: int) -> float:
@@ -70,13 +78,27 @@ def input_bytes(task: TaskSpec, workload: Workload) -> int:
     return sum(tensor_bytes(s.dtype, shape_of(s, workload.axes)) for s in task.inputs.values())
 
 
-def minimal_bytes(task: TaskSpec, workload: Workload,
-                  outputs: list[tuple[tuple[int, ...], str]]) -> int:
-    """Inputs read once plus outputs written once (or the task's [cost] bytes formula)."""
+def minimal_bytes(task: TaskSpec, workload: Workload, outputs: list[tuple[tuple[int, ...], str]],
+                  *, params: int = 0, inputs: int | None = None) -> int:
+    """Inputs (default: from the specs) and ``params`` bytes read once plus outputs written
+    once, or the task's [cost] bytes formula."""
     if task.cost.bytes:
         return int(exprs.evaluate(task.cost.bytes, workload.axes))
     out = sum(tensor_bytes(dtype, shape) for shape, dtype in outputs)
-    return input_bytes(task, workload) + out
+    return (input_bytes(task, workload) if inputs is None else inputs) + params + out
+
+
+def workload_cost(task: TaskSpec, module: Any, workload: Workload) -> Any:
+    """The reference's :class:`forgekernel.refplan.Cost` at ``workload`` (meta tensors)."""
+    from forgekernel import refplan
+
+    return refplan.cost(task, module, workload)
+
+
+def cost_bytes(task: TaskSpec, workload: Workload, cost: Any) -> int:
+    """Minimal bytes of a workload from its Cost (the [cost] bytes formula wins)."""
+    return minimal_bytes(task, workload, cost.outputs or [], params=cost.param_bytes,
+                         inputs=cost.input_bytes)
 
 
 def formula_flops(task: TaskSpec, workload: Workload) -> float | None:
@@ -94,6 +116,13 @@ def main_dtype(task: TaskSpec) -> str:
     return max(floats, key=lambda d: sizes[d]) if floats else "float32"
 
 
+def compute_dtype(task: TaskSpec) -> str:
+    """The key of the matrix peak the floor uses: the main dtype, or ``tf32`` for a float32
+    task whose [judge] allows TF32."""
+    dtype = main_dtype(task)
+    return "tf32" if dtype == "float32" and task.judge.tf32 else dtype
+
+
 class Floor(BaseModel):
     """The roofline floor of one workload."""
 
@@ -108,6 +137,8 @@ class Floor(BaseModel):
     bandwidth_tbs: float
     peak_tflops: float | None
     ceilings_source: str
+    peak_source: str | None = None
+    """Where the peak came from when not from ``ceilings_source`` (a datasheet lead)."""
 
     def sol_pct(self, median_ms: float) -> float:
         """Speed of light: floor / measured, in percent."""
@@ -118,28 +149,26 @@ def floor(nbytes: int, flops: float | None, ceilings: Ceilings, dtype: str = "bf
     bw = bandwidth_for(ceilings, nbytes)
     mem_ms = nbytes / (bw * 1e12) * 1e3
     peak = ceilings.tflops.get(dtype)
+    peak_source = ceilings.tflops_sources.get(dtype)
+    if peak is None and "H200" in ceilings.device and dtype in H200_SHARED.tflops:
+        peak = H200_SHARED.tflops[dtype]  # certified ceilings without this peak: the shared one
+        peak_source = H200_SHARED.tflops_sources.get(dtype, H200_SHARED.source)
     comp_ms = flops / (peak * 1e12) * 1e3 if flops is not None and peak else None
     bound = "compute" if comp_ms is not None and comp_ms > mem_ms else "memory"
     return Floor(bytes=nbytes, flops=flops, memory_ms=mem_ms, compute_ms=comp_ms,
                  floor_ms=max(mem_ms, comp_ms or 0.0), bound=bound, bandwidth_tbs=bw,
-                 peak_tflops=peak, ceilings_source=ceilings.source)
+                 peak_tflops=peak, ceilings_source=ceilings.source,
+                 peak_source=peak_source if peak else None)
 
 
 def output_specs(task: TaskSpec, module: Any, workload: Workload) -> list[tuple[tuple[int, ...], str]]:
-    """Output (shape, dtype) at a workload: declared [outputs], else the reference on meta tensors."""
-    if task.outputs:
+    """Output (shape, dtype) at a workload: a forge task's declared [outputs], else the
+    reference on meta tensors (:func:`forgekernel.refplan.cost`)."""
+    if task.outputs and task.format != "kernelbench":
         return [(shape_of(s, workload.axes), s.dtype) for s in task.outputs.values()]
-    import torch
+    from forgekernel import refplan
 
-    if task.format == "kernelbench":
-        with torch.device("meta"):
-            model = module.Model(*module.get_init_inputs())
-        args = [torch.empty_like(t, device="meta") if isinstance(t, torch.Tensor) else t
-                for t in module.get_inputs()]
-        out = model(*args)
-    else:
-        args = [torch.empty(shape_of(s, workload.axes), dtype=getattr(torch, s.dtype), device="meta")
-                for s in task.inputs.values()]
-        out = module.run(*args)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [(tuple(o.shape), str(o.dtype).removeprefix("torch.")) for o in outs]
+    cost = refplan.cost(task, module, workload)
+    if cost.outputs is None:
+        raise refplan.ReferenceFailure(f"{task.root}/reference.py: {cost.note}")
+    return cost.outputs

@@ -5,7 +5,6 @@ Used inside worker processes only (it imports torch and the candidate's code).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,21 +29,22 @@ def kernel_file(path: str | Path) -> Path:
 
 
 def load_subject(task: TaskSpec, kernel: str | None) -> tuple[Any, Callable[..., Any]]:
-    """(reference module, the callable to profile): the reference's or the candidate's entry."""
+    """(reference module, the callable to profile): the reference's or the candidate's entry.
+    Call :func:`subject_at` with a workload's axes before calling a KernelBench subject."""
     ref = check_reference_module(task)
     if kernel is None:
-        return ref, _entry(task, ref, "Model")
+        return ref, _entry(task, ref, "Model", ref)
     mod = load_module(kernel_file(kernel))
-    return ref, _entry(task, mod, "ModelNew")
+    return ref, _entry(task, mod, "ModelNew", ref)
 
 
-def _entry(task: TaskSpec, module: Any, model_cls: str) -> Callable[..., Any]:
+def _entry(task: TaskSpec, module: Any, model_cls: str, ref: Any) -> Callable[..., Any]:
     if task.format == "kernelbench" or (not callable(getattr(module, "run", None))
                                         and hasattr(module, model_cls)):
         cls = getattr(module, model_cls, None)
         if cls is None:
             raise SubjectError(f"{module.__file__}: defines neither run(*inputs) nor {model_cls}")
-        return _ModelCall(cls, module)
+        return _ModelCall(cls, module, task if task.format == "kernelbench" else None, ref)
     run = getattr(module, "run", None)
     if not callable(run):
         raise SubjectError(f"{module.__file__}: does not define run(*inputs)")
@@ -52,39 +52,58 @@ def _entry(task: TaskSpec, module: Any, model_cls: str) -> Callable[..., Any]:
 
 
 class _ModelCall:
-    """KernelBench style: build the model lazily on the inputs' device, then call it."""
+    """KernelBench style: ``cls(*get_init_inputs())`` at the workload's constants, built
+    under seed 0 in the task's module mode on the inputs' device (once per workload)."""
 
-    def __init__(self, cls: Any, module: Any) -> None:
-        self.cls, self.module, self.model = cls, module, None
+    def __init__(self, cls: Any, module: Any, task: TaskSpec | None = None, ref: Any = None) -> None:
+        self.cls, self.module, self.task, self.ref = cls, module, task, ref
+        self.axes: dict[str, int] = {}
+        self.models: dict[tuple, Any] = {}
+
+    def at(self, axes: dict[str, int]) -> _ModelCall:
+        """The subject at ``axes`` (what the next calls build the model for)."""
+        self.axes = dict(axes)
+        return self
 
     def __call__(self, *inputs: Any) -> Any:
-        if self.model is None:
-            import torch
+        import torch
 
-            ref_init = getattr(self.module, "get_init_inputs", lambda: [])
-            torch.manual_seed(0)
-            self.model = self.cls(*ref_init())
-            dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
-            if dev is not None and hasattr(self.model, "to"):
-                self.model = self.model.to(dev)
-        return self.model(*inputs)
+        from forgekernel import instance
+
+        key = tuple(sorted(self.axes.items()))
+        if key not in self.models:
+            dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+            task = self.task
+            at = instance.module_at(task, self.ref or self.module, self.axes) if task else self.module
+            if task is None:
+                torch.manual_seed(0)
+                self.models[key] = self.cls(*self.module.get_init_inputs())
+            else:
+                self.models[key] = instance.model_at(task, at, init_seed=0, device=str(dev),
+                                                     meta=dev.type == "meta", cls=self.cls)
+        return self.models[key](*inputs)
+
+
+def subject_at(subject: Callable[..., Any], axes: dict[str, int]) -> Callable[..., Any]:
+    """The subject to call at ``axes`` (KernelBench models are built per workload)."""
+    return subject.at(axes) if isinstance(subject, _ModelCall) else subject
 
 
 def make_inputs(task: TaskSpec, ref: Any, axes: dict[str, int], *, seed: int,
                 device: str) -> tuple[Any, ...]:
-    """Inputs at ``axes``: the reference's make_inputs / get_inputs, else from the specs."""
-    import torch
+    """Inputs at ``axes`` (:func:`forgekernel.instance.inputs_at`; meta: shapes only)."""
+    from forgekernel import instance
+    from forgekernel.records import Workload
 
-    torch.manual_seed(seed)
-    if task.format == "kernelbench":
-        made = ref.get_inputs()
-    elif callable(getattr(ref, "make_inputs", None)):
-        takes_device = "device" in inspect.signature(ref.make_inputs).parameters
-        made = (ref.make_inputs(dict(axes), seed, device=device) if takes_device
-                else ref.make_inputs(dict(axes), seed))
-    else:
-        made = [_tensor(spec, axes, device) for spec in task.inputs.values()]
-    return tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in made)
+    wl = Workload(axes=dict(axes))
+    at = instance.module_at(task, ref, dict(axes))
+    meta = device == "meta"
+    if not meta and not instance.kernelbench(task) and not callable(getattr(ref, "make_inputs", None)):
+        import torch
+
+        torch.manual_seed(seed)
+        return tuple(_tensor(spec, axes, device) for spec in task.inputs.values())
+    return tuple(instance.inputs_at(task, at, wl, seed=seed, device=device, meta=meta))
 
 
 def _tensor(spec: Any, axes: dict[str, int], device: str) -> Any:

@@ -76,7 +76,7 @@ def _capture_only(seen: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> It
 def capture_specs(task: TaskSpec, kernel: Path,
                   workloads: tuple[Workload, ...]) -> tuple[list[LaunchSpec], list[str]]:
     """Distinct launches of the candidate over ``workloads`` (meta tensors; nothing runs)."""
-    from forgekernel.profile.subject import load_subject, make_inputs
+    from forgekernel.profile.subject import load_subject, make_inputs, subject_at
 
     notes: list[str] = []
     specs: dict[str, LaunchSpec] = {}
@@ -87,7 +87,7 @@ def capture_specs(task: TaskSpec, kernel: Path,
             try:
                 inputs = make_inputs(task, ref, wl.axes, seed=0, device="meta")
                 with _capture_only(seen):
-                    fn(*inputs)
+                    subject_at(fn, wl.axes)(*inputs)
             except Exception as exc:  # recorded per workload; other workloads still count
                 notes.append(f"{wl.label()}: launches not captured on meta tensors: "
                              f"{type(exc).__name__}: {str(exc)[:160]}")

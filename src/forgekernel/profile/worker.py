@@ -71,7 +71,7 @@ def _profile(payload: dict[str, Any], timing_label: str) -> dict[str, Any]:
     from forgekernel.profile import ncu as ncu_mod
     from forgekernel.profile.ceilings import resolve_ceilings
     from forgekernel.profile.measure import measure_launch_us, profile_workload
-    from forgekernel.profile.subject import load_subject, make_inputs
+    from forgekernel.profile.subject import load_subject, make_inputs, subject_at
     from forgekernel.task import load_task
 
     task = load_task(payload["task"], check_reference=False)
@@ -87,7 +87,7 @@ def _profile(payload: dict[str, Any], timing_label: str) -> dict[str, Any]:
     profiles = []
     for wl in _workloads(payload):
         inputs = make_inputs(task, ref, wl.axes, seed=int(payload.get("seed", 0)), device=device)
-        prof = profile_workload(task, ref, subject, wl, inputs, device=device,
+        prof = profile_workload(task, ref, subject_at(subject, wl.axes), wl, inputs, device=device,
                                 timing_label=timing_label, ceilings=ceilings, launch_us=launch_us)
         del inputs
         if ncu_path is not None:

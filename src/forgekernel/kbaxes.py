@@ -1,0 +1,225 @@
+"""Axes and workloads of a KernelBench problem, found by perturbing its constants on meta.
+
+Every root integer constant of the file (:func:`forgekernel.kbsource.constants`) is doubled
+(0 becomes 1) and the problem probed again on meta (:func:`forgekernel.kbprobe.probe`):
+
+* nothing changes (no input, parameter or output shape, no get_init_inputs() value, no
+  input values): not an axis;
+* the problem still runs and some input or output dimension that had the constant's value
+  now has the doubled value: a **size** axis, free to scale (with ``multiple_of`` when only
+  some steps are valid, as channels under ``groups``);
+* anything else (the forward fails, only a weight's shape or the init values change, the
+  output shape changes without following it): a **semantic** constant (kernel_size, stride,
+  padding, dilation, groups, a reduction dim, ...), pinned with ``min = max = value``.
+
+The smoke workload scales the size axes down, greedily halving the one that shrinks the
+largest tensor (and the flops) most, every candidate validated on meta, until every input,
+parameter and output has at most :data:`SMOKE_ELEMENTS` elements and the forward at most
+:data:`SMOKE_FLOPS` flops (then on toward :data:`SMOKE_AIM`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from forgekernel.kbprobe import Key, Probe
+from forgekernel.kbsource import Constant
+
+Look = Callable[[dict[Key, int]], Probe]
+"""Probe the problem with some constants overridden (kbprobe.probe, bound to the module)."""
+
+SMOKE_ELEMENTS = 65536
+"""A smoke workload's largest tensor (input, parameter or output) in elements, at most."""
+SMOKE_AIM = 16384
+"""... and what the search goes on toward while every size stays >= SMOKE_MIN_SIZE."""
+SMOKE_MIN_SIZE = 8
+SMOKE_FLOPS = 2.0**25
+"""A smoke workload's flops (by PyTorch's counter), at most."""
+BALANCE = 1.3
+"""Halving steps whose result is within this factor of the best one count as equally good."""
+SEMANTIC = re.compile(r"kernel|stride|pad|dilation|group", re.IGNORECASE)
+"""Names that stay semantic when only parameter dimensions follow them (a kernel size can
+leave the output's shape unchanged under 'same' padding, a hidden width always does)."""
+STEPS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 48, 64)
+"""Steps tried when the next value up (v + 1) is not valid: the smallest valid one becomes
+``multiple_of`` (channels divisible by groups)."""
+
+
+@dataclass
+class Axis:
+    """One constant (or several that must stay equal) that shapes the problem."""
+
+    const: Constant
+    size: bool
+    why: str
+    multiple_of: int = 1
+    doubled: Probe | None = None
+    tied: tuple[Constant, ...] = ()
+    """Other constants of the same value that only change together with this one."""
+
+    @property
+    def keys(self) -> list[Key]:
+        return [(c.name, c.index) for c in (self.const, *self.tied)]
+
+    @property
+    def ref(self) -> str:
+        """How task.toml's ``constant`` names what this axis sets."""
+        return ", ".join(c.ref for c in (self.const, *self.tied))
+
+    def at(self, value: int) -> dict[Key, int]:
+        return {k: value for k in self.keys}
+
+
+def _pairs(base: Probe, other: Probe, params: bool, outputs: bool = True) -> list[tuple[tuple, tuple]]:
+    pairs = list(zip([i.shape for i in base.inputs], [i.shape for i in other.inputs], strict=False))
+    if outputs and base.outputs is not None and other.outputs is not None:
+        pairs += list(zip([s for s, _ in base.outputs], [s for s, _ in other.outputs], strict=False))
+    if params:
+        pairs += [(s, other.params[n]) for n, s in base.params.items() if n in other.params]
+    return pairs
+
+
+def _follows(base: Probe, other: Probe, v: int, alt: int, params: bool = False) -> bool:
+    """Some input or output (or parameter) dimension that was ``v`` is ``alt`` now. A 1
+    becoming 2 counts in the inputs only: elsewhere it is as often a broadcast dimension."""
+    return any(len(a) == len(b) and any(x == v and y == alt for x, y in zip(a, b, strict=True))
+               for a, b in _pairs(base, other, params and v > 1, outputs=v > 1))
+
+
+def _same_io(base: Probe, other: Probe) -> bool:
+    return [i.shape for i in other.inputs] == [i.shape for i in base.inputs] and other.outputs == base.outputs
+
+
+def _judge(const: Constant, base: Probe, p: Probe, alt: int, tied: tuple = ()) -> Axis:
+    v = const.value
+    if _follows(base, p, v, alt):
+        return Axis(const, True, "input or output dimensions follow it", doubled=p, tied=tied)
+    if _same_io(base, p) and _follows(base, p, v, alt, params=True) and not SEMANTIC.search(const.name):
+        return Axis(const, True, "a hidden width: parameter dimensions follow it, inputs and "
+                    "outputs keep their shapes", doubled=p, tied=tied)
+    if _same_io(base, p):
+        what = "a parameter's shape" if p.params != base.params else \
+            "get_init_inputs() values" if p.init != base.init else "input values"
+        return Axis(const, False, f"changing it changes only {what}", doubled=p)
+    return Axis(const, False, "changing it changes shapes, but no input or output dimension "
+                "follows it", doubled=p)
+
+
+def classify(look: Look, base: Probe, const: Constant, others: list[Constant] = ()) -> Axis | None:
+    """Size axis, semantic (pinned) axis, or None when the constant changes nothing.
+    ``others``: constants not yet classified, tried together with this one (same value)
+    when it cannot change alone (a problem whose shapes need batch_size == features)."""
+    v = const.value
+    if v < 0:
+        return None
+    alt = 2 * v if v > 0 else 1
+    p = look({(const.name, const.index): alt})
+    if p.ok and p.signature() == base.signature():
+        return None
+    if p.ok:
+        return _judge(const, base, p, alt)
+    tied = tuple(c for c in others if c.value == v and c != const)
+    if tied and v > 1:
+        q = look({(c.name, c.index): alt for c in (const, *tied)})
+        if q.ok and _follows(base, q, v, alt):
+            return _judge(const, base, q, alt, tied)
+    error = p.error if len(p.error) <= 100 else p.error[:97] + "..."
+    return Axis(const, False, f"at {alt} the problem fails on meta in {p.stage} ({error})")
+
+
+def find_multiple(look: Look, axis: Axis) -> int:
+    """1 when v + 1 is valid, else the smallest step in STEPS that is (and divides v)."""
+    v = axis.const.value
+    for step in (*STEPS, *(1 << k for k in range(7, 20))):
+        if step > v:
+            break
+        if look(axis.at(v + step)).ok:
+            return step if v % step == 0 else 1
+    return 1
+
+
+def analyse(look: Look, base: Probe, consts: list[Constant]) -> list[Axis]:
+    """The axes of a problem: every constant that matters, classified."""
+    axes: list[Axis] = []
+    done: set[Constant] = set()
+    for i, const in enumerate(consts):
+        if const in done:
+            continue
+        axis = classify(look, base, const, [c for c in consts[i + 1:] if c not in done])
+        if axis is None:
+            continue
+        done.update(axis.tied)
+        if axis.size:
+            axis.multiple_of = find_multiple(look, axis)
+        axes.append(axis)
+    return axes
+
+
+def _fits(p: Probe, elements: int) -> bool:
+    return p.max_elements() <= elements and p.flops <= SMOKE_FLOPS
+
+
+def _score(p: Probe) -> float:
+    return max(p.max_elements() / SMOKE_ELEMENTS, p.flops / SMOKE_FLOPS)
+
+
+def _down(value: int, step: int, factor: int = 2) -> int:
+    return max(step, (value // factor) // step * step)
+
+
+def _overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
+    out: dict[Key, int] = {}
+    for a in axes:
+        if a.size:
+            out.update(a.at(values[a.const.axis]))
+    return out
+
+
+def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Probe] | None:
+    """Size-axis values (axis name -> value) small enough for the CPU interpreter, with
+    their probe; None when no valid scaled set fits."""
+    sizes = [a for a in axes if a.size]
+    cur = {a.const.axis: a.const.value for a in sizes}
+    p = base
+    for _ in range(256):
+        aim = _fits(p, SMOKE_ELEMENTS) and p.max_elements() > SMOKE_AIM
+        if _fits(p, SMOKE_ELEMENTS) and not aim:
+            return cur, p
+        floor = SMOKE_MIN_SIZE if aim else 1
+        found = []
+        for a in sizes:
+            name = a.const.axis
+            nv = _down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2)
+            if nv >= cur[name] or (aim and nv < floor):
+                continue
+            q = look(_overrides(axes, {**cur, name: nv}))
+            if q.ok:
+                found.append((_score(q), cur[name], name, nv, q))
+        if not found:
+            return (cur, p) if _fits(p, SMOKE_ELEMENTS) else None
+        # among the steps that shrink about as much as the best one, the largest size goes
+        # first, so the shapes stay balanced instead of one axis going down to 1
+        best = min(s for s, *_ in found)
+        _, _, name, nv, p = max((f for f in found if f[0] <= best * BALANCE), key=lambda f: f[1])
+        cur = {**cur, name: nv}
+    return (cur, p) if _fits(p, SMOKE_ELEMENTS) else None
+
+
+def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str, int], Probe] | None:
+    """A second smoke workload with odd (or non-power-of-two) sizes near 3/4 of ``values``,
+    each change kept only when the problem stays valid and small; None if nothing changed."""
+    cur, probed = dict(values), None
+    for a in axes:
+        name, step, v = a.const.axis, a.multiple_of, values.get(a.const.axis)
+        if not a.size or v is None or v < 3:
+            continue
+        for cand in range(max(step, (v * 3 // 4) // step * step), v + 1, step):
+            if cand & (cand - 1) and (step > 1 or cand % 2):
+                trial = {**cur, name: cand}
+                q = look(_overrides(axes, trial))
+                if q.ok and _fits(q, SMOKE_ELEMENTS):
+                    cur, probed = trial, q
+                break
+    return (cur, probed) if cur != values and probed is not None else None

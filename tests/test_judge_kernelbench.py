@@ -1,0 +1,129 @@
+"""The CPU judge on converted KernelBench tasks: Model and ModelNew in the same module mode,
+built per workload under one init seed, and KernelBench's tolerances (with TF32) applied."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from forgekernel.delivery import make_runner
+from forgekernel.judge import JudgeOptions, judge
+from forgekernel.judge.correctness import DTYPE_FLOOR, TF32_FLOOR, tolerance_for
+from forgekernel.kernelbench import convert
+from forgekernel.records import JudgeSpec, Status
+from forgekernel.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "kernelbench"
+KERNELS = ROOT / "tests" / "fixtures" / "kernelbench_kernels"
+FAST = JudgeOptions(trials=2, timing=False, timeout_s=300)
+
+
+def candidate(tmp_path: Path, name: str) -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copyfile(KERNELS / f"{name}.py", d / "kernel.py")
+    return d
+
+
+def edit_judge(task_dir: Path, old: str, new: str):
+    toml = task_dir / "task.toml"
+    text = toml.read_text()
+    assert old in text
+    toml.write_text(text.replace(old, new))
+    return load_task(task_dir)
+
+
+def test_tolerance_for_applies_the_task_keys():
+    kb = JudgeSpec(tolerance={"float32": 1e-2}, tf32=True)
+    t = tolerance_for("float32", 1e-7, kb, interpret=False)
+    assert (t.tol, t.scale, t.source) == (1e-2, 1.0, "task [judge] tolerance.float32")
+    assert tolerance_for("int64", 0.0, kb, interpret=False).tol == 0.0  # exact dtypes stay exact
+    assert tolerance_for("float32", 1e-7, JudgeSpec(tf32=True), interpret=False).tol == TF32_FLOOR
+    assert tolerance_for("float32", 1e-7, JudgeSpec(), interpret=False).tol == DTYPE_FLOOR["float32"]
+    assert tolerance_for("bfloat16", 0.0, JudgeSpec(tolerance={"float32": 1e-2}), interpret=False).source \
+        == "calibrated"
+    with pytest.raises(ValueError, match="not a floating dtype"):
+        JudgeSpec(tolerance={"int64": 1.0})
+
+
+@pytest.fixture(scope="module")
+def batchnorm_task(tmp_path_factory) -> Path:
+    return convert(FIXTURES / "6_batchnorm_train.py", tmp_path_factory.mktemp("bn") / "task")
+
+
+def test_batchnorm_in_training_mode_is_passed(tmp_path, batchnorm_task):
+    task = load_task(batchnorm_task)
+    verdict = judge(task, candidate(tmp_path, "batchnorm_train"), make_runner("cpu"), FAST)
+    assert verdict.status is Status.PASSED, verdict.feedback
+    assert len([w for w in verdict.workloads if not w.hidden]) == len(task.smoke_workloads())
+    assert verdict.profile["hidden_workloads"] >= 1  # KernelBench tasks get hidden workloads too
+    assert verdict.profile["tolerances"][0]["source"] == "task [judge] tolerance.float32"
+
+
+def test_module_mode_is_the_same_for_both_models(tmp_path, batchnorm_task):
+    train = load_task(batchnorm_task)
+    wrong = judge(train, candidate(tmp_path, "batchnorm_eval"), make_runner("cpu"), FAST)
+    assert wrong.status is Status.WRONG_VALUES  # running statistics where batch statistics are due
+    copy = tmp_path / "eval_task"
+    shutil.copytree(batchnorm_task, copy)
+    evaluated = edit_judge(copy, 'module_mode = "train"', 'module_mode = "eval"')
+    right = judge(evaluated, tmp_path / "batchnorm_eval", make_runner("cpu"), FAST)
+    assert right.status is Status.PASSED, right.feedback
+
+
+MATMUL = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    \"\"\"C = A @ B for (M, K) and (K, N) matrices.\"\"\"
+
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+M = 256
+K = 512
+N = 192
+
+
+def get_inputs():
+    return [torch.rand(M, K), torch.rand(K, N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_tf32_rounding_passes_the_kernelbench_tolerance_only(tmp_path):
+    src = tmp_path / "mm.py"
+    src.write_text(MATMUL)
+    task_dir = convert(src, tmp_path / "task")
+    kernel = candidate(tmp_path, "matmul_tf32")
+    kb = judge(load_task(task_dir), kernel, make_runner("cpu"), FAST)
+    assert kb.status is Status.PASSED, kb.feedback
+    strict = edit_judge(task_dir, "tolerance = { float32 = 0.01, float16 = 0.01, bfloat16 = 0.01 }\n", "")
+    strict = edit_judge(task_dir, "tf32 = true", "tf32 = false")
+    assert strict.judge.tolerance == {} and not strict.judge.tf32
+    calibrated = judge(strict, kernel, make_runner("cpu"), FAST)
+    assert calibrated.status is Status.WRONG_VALUES  # fp32's calibrated floor rejects TF32 rounding
+    allowed = judge(edit_judge(task_dir, "tf32 = false", "tf32 = true"), kernel, make_runner("cpu"), FAST)
+    assert allowed.status is Status.PASSED, allowed.feedback
+    assert allowed.profile["tolerances"][0]["source"] == "calibrated (tf32 floor)"
+
+
+def test_a_model_new_constructor_that_raises_is_the_candidates_runtime_error(tmp_path, batchnorm_task):
+    d = tmp_path / "bad_init"
+    d.mkdir()
+    source = (KERNELS / "batchnorm_train.py").read_text()
+    (d / "kernel.py").write_text(source.replace("        super().__init__()\n",
+                                                "        super().__init__()\n"
+                                                "        if channels < 30:\n"
+                                                "            raise ValueError('too few channels')\n", 1))
+    verdict = judge(load_task(batchnorm_task), d, make_runner("cpu"), FAST)
+    assert verdict.status is Status.RUNTIME_ERROR
+    assert "ModelNew(*get_init_inputs()) at" in verdict.reason and "ValueError" in verdict.reason
