@@ -107,22 +107,27 @@ def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
     if task.language != "triton":
         raise builtin_ops.unsupported(task, f"its language is {task.language}; the built-in "
                                       "agent writes Triton")
-    if task.format != "forge":
-        raise builtin_ops.unsupported(task, "KernelBench tasks are not traced yet")
-    params = builtin_ops.reference_params(source)
+    kernelbench = task.format == "kernelbench"
+    params = () if kernelbench else builtin_ops.reference_params(source)
     if params is None:
         raise builtin_ops.unsupported(task, "reference.py's run() takes *args or keyword-only "
                                       "arguments, so its inputs cannot be bound by position")
-    fn, module = examples.reference_function(task)
-    wl = examples.example_workload(task)
     try:
-        draws = [examples.forge_inputs(task, module, wl, seed=s) for s in (0, 1)]
-        graph = classify.trace(fn, draws[0])
+        fn, first, _ = examples.flat_example(task, seed=0)
+        graph = classify.trace(fn, first)
+        if not kernelbench:
+            second = examples.flat_example(task, seed=1)[1]
+            found = builtin_ops.semantic_match(fn, [first, second], params,
+                                               list(graph.small_constants))
+            if found is not None:
+                return builtin_ops.template_match(*found, params, graph.describe())
+    except AgentError:
+        raise
     except Exception as exc:  # the user's reference: any failure is one line
         raise builtin_ops.unsupported(task, f"tracing the reference failed ({_one_line(exc)})") from None
-    found = builtin_ops.semantic_match(fn, draws, params, list(graph.small_constants))
-    if found is not None:
-        return builtin_ops.template_match(*found, params, graph.describe())
+    if graph.random:
+        raise builtin_ops.unsupported(task, "the reference draws random numbers (dropout or "
+                                      "similar in training mode), so no kernel can match it")
     gen = generate(task)
     return builtin_ops.OpMatch(GENERATED, params, {}, (gen.template,), call=params,
                                graph=graph.describe(), notes=gen.library, launches=gen.launches)
@@ -146,23 +151,32 @@ def _generate(task: TaskSpec) -> Generated:
     from forgekernel.generate import assemble, classify, examples
     from forgekernel.generate.inductor import LoweringError, lower
 
-    fn, module = examples.reference_function(task)
-    params = builtin_ops.reference_params((Path(task.root) / "reference.py").read_text()) or ()
-    args = examples.forge_inputs(task, module, examples.example_workload(task), seed=0)
     try:
+        fn, args, names = examples.flat_example(task, seed=0)
         graph = classify.trace(fn, args)
-        lowered = lower(fn, args)
-        asm = assemble.render(lowered, assemble.Entry(params=params),
+        lowered = lower(fn, args, names=names)
+        asm = assemble.render(lowered, _entry(task),
                               title=f"Generated for task {task.name}: {graph.describe()}.")
     except LoweringError as exc:
         raise builtin_ops.unsupported(task, str(exc)) from None
     except Exception as exc:  # Inductor on the user's reference: one line, never a traceback
         raise builtin_ops.unsupported(task, f"lowering failed ({_one_line(exc)})") from None
-    kinds = _kinds(asm.text)
-    body = asm.text[asm.text.index("def _inductor_call("):asm.text.index("def _inductor_args(")]
+    tf32 = int(task.judge.tf32)
+    text = templates.with_values(asm.text, {"GEMM_ALLOW_TF32": tf32, "CONV_ALLOW_TF32": tf32})
+    body = text[text.index("def _inductor_call("):text.index("def _inductor_args(")]
     launches = body.count(".run(") + body.count("extern_kernels.") + len(asm.fallbacks)
-    return Generated(asm.text, asm.kernels, asm.library, kinds, _template(asm.text),
+    return Generated(text, asm.kernels, asm.library, _kinds(text), _template(text),
                      graph.describe(), max(launches, 1))
+
+
+def _entry(task: TaskSpec) -> Any:
+    from forgekernel.generate import assemble, examples
+
+    if task.format == "kernelbench":
+        init, imports = examples.model_source(task)
+        return assemble.Entry(init_source=init, imports=imports)
+    params = builtin_ops.reference_params((Path(task.root) / "reference.py").read_text()) or ()
+    return assemble.Entry(params=params)
 
 
 def _kinds(text: str) -> tuple[str, ...]:

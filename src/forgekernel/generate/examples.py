@@ -62,4 +62,41 @@ def reference_function(task: TaskSpec) -> tuple[Callable[..., Any], Any]:
     from pathlib import Path
 
     module = load_module(Path(task.root) / "reference.py", name=f"_fk_generate_{abs(hash(task.root)):x}")
-    return module.run, module
+    return getattr(module, "run", None), module
+
+
+def flat_example(task: TaskSpec, seed: int = 0) -> tuple[Callable[..., Any], list[Any], tuple[str, ...]]:
+    """The reference as ``f(*flat)`` and its flat arguments at the example workload, on the
+    CPU: a forge task's inputs; for KernelBench, Model's parameters and buffers (in
+    ``named_parameters()`` then ``named_buffers()`` order) followed by the forward's inputs;
+    and the names of those parameters and buffers."""
+    from forgekernel import instance
+
+    fn, module = reference_function(task)
+    wl = example_workload(task)
+    if task.format != "kernelbench":
+        return fn, forge_inputs(task, module, wl, seed), ()
+    inst = instance.build(task, module, wl, device="cpu", seed=seed, init_seed=0)
+    return (inst.functional(), [*inst.param_tensors(), *inst.inputs],
+            tuple(name for name, _ in inst.params))
+
+
+def model_source(task: TaskSpec) -> tuple[str, tuple[str, ...]]:
+    """KernelBench: the text of ``Model.__init__`` (with the file's other classes and
+    functions it may use) and the file's import lines."""
+    import ast
+    from pathlib import Path
+
+    text = (Path(task.root) / "reference.py").read_text()
+    tree = ast.parse(text)
+    imports = tuple(ast.get_source_segment(text, n) or "" for n in tree.body
+                    if isinstance(n, (ast.Import, ast.ImportFrom)))
+    helpers = [ast.get_source_segment(text, n) or "" for n in tree.body
+               if isinstance(n, (ast.ClassDef, ast.FunctionDef))
+               and n.name not in ("Model", "get_inputs", "get_init_inputs")]
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    init = next((n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef)
+                 and n.name == "__init__"), None)
+    source = ast.get_source_segment(text, init) if init is not None else (
+        "def __init__(self, *args):\n    super().__init__()")
+    return source or "", (*imports, *helpers)

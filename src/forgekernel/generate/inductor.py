@@ -178,8 +178,12 @@ def _codegen_only(arch: int) -> Iterator[list[str]]:
         torch._dynamo.reset()
 
 
-def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90) -> Lowered:
-    """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic)."""
+def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
+          names: tuple[str, ...] = ()) -> Lowered:
+    """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic).
+
+    ``names``: the dotted names of the leading arguments that are a module's parameters and
+    buffers (dynamo may see them through the module rather than the argument list)."""
     import warnings
 
     import torch
@@ -195,6 +199,8 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90) -> Lowe
             decompositions = {**select_decomp_table(), **_library_ops()}
             compile_fx(gm, inputs, decompositions=decompositions)  # only its code is kept
         except Exception as exc:  # the module load compiles for a device this process lacks
+            if _restarts(exc):
+                raise  # dynamo's own control flow: it traces again and calls back
             failures.append(exc)
         return gm.forward  # the trace itself runs eagerly
 
@@ -212,24 +218,47 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90) -> Lowe
         raise LoweringError(f"TorchInductor produced no code for the reference{why}")
     single = isinstance(out, torch.Tensor)
     count = 1 if single else len(out) if isinstance(out, (tuple, list)) else 0
-    return Lowered(code=codes[-1], args=tuple(_arg_source(s) for s in sources), outputs=count,
+    return Lowered(code=codes[-1], args=tuple(_arg_source(s, names) for s in sources), outputs=count,
                    single=single, torch_version=torch.__version__)
 
 
-def _arg_source(source: Any) -> ArgSource:
+def _restarts(exc: BaseException) -> bool:
+    from torch._dynamo import exc as dynamo_exc
+
+    return isinstance(exc, getattr(dynamo_exc, "RestartAnalysis", ()))
+
+
+def _arg_source(source: Any, names: tuple[str, ...] = ()) -> ArgSource:
     """Map a dynamo placeholder source onto the traced function's flat arguments."""
     prop = getattr(source, "prop", None)
     if prop is not None:
         kind = {"SIZE": "size", "STRIDE": "stride", "STORAGE_OFFSET": "offset"}[prop.name]
-        return ArgSource(kind, _flat_index(source.base), getattr(source, "idx", None))
-    return ArgSource("value", _flat_index(source))
+        return ArgSource(kind, _flat_index(source.base, names), getattr(source, "idx", None))
+    return ArgSource("value", _flat_index(source, names))
 
 
-def _flat_index(source: Any) -> int:
+def _flat_index(source: Any, names: tuple[str, ...] = ()) -> int:
     index = getattr(source, "index", None)
     if isinstance(index, int) and getattr(getattr(source, "base", None), "local_name", None) == "flat":
         return index
+    dotted = _module_path(source)
+    if dotted is not None and dotted in names:
+        return names.index(dotted)
     raise LoweringError(f"TorchInductor asked for an argument forge cannot map: {source}")
+
+
+def _module_path(source: Any) -> str | None:
+    """``conv.weight`` for a source that walks ``_modules['conv']._parameters['weight']``."""
+    keys: list[str] = []
+    node = source
+    while node is not None:
+        base = getattr(node, "base", None)
+        member = getattr(base, "member", None)
+        index = getattr(node, "index", None)
+        if isinstance(index, str) and member in ("_modules", "_parameters", "_buffers"):
+            keys.append(index)
+        node = base
+    return ".".join(reversed(keys)) if keys else None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -31,6 +31,7 @@ class Executor:
         self.scratch, self.device, self.interpret = scratch, device, interpret
         self.module: Any = None
         self.fn: Any = None
+        self.models: dict[str, Any] = {}
         self.candidate_dir = ""
         self.outputs: dict[str, tuple[Any, ...]] = {}
 
@@ -60,8 +61,14 @@ class Executor:
         if isinstance(model, torch.nn.Module):
             model = model.to(self.device)
             model.train(bool(msg.get("train", True)))
-        self.fn = model
+        self.models[str(msg.get("key", ""))] = model
         return {"ok": True}
+
+    def callable(self, msg: dict[str, Any]) -> Any:
+        """``run``, or the ModelNew built for the request's workload key."""
+        if self.fn is not None:
+            return self.fn
+        return self.models[str(msg.get("key", ""))]
 
     def call(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -72,8 +79,9 @@ class Executor:
         if msg.get("poison") is not None:
             guards.poison(list(msg.get("poison_sizes", [])), self.device, int(msg["poison"]))
         start = time.perf_counter()
+        fn = self.callable(msg)
         with observe.watching(self.interpret) as seen:
-            out = self.fn(*args)
+            out = fn(*args)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         host_ms = (time.perf_counter() - start) * 1e3
@@ -92,8 +100,9 @@ class Executor:
         from forgekernel.judge import wire
 
         args = wire.get_all(msg["inputs"], self.scratch, self.device)
+        fn = self.callable(msg)
         for _ in range(int(msg["n"])):
-            self.fn(*args)
+            fn(*args)
         if self.device == "cuda":
             torch.cuda.synchronize()
         return {"ok": True}
