@@ -28,7 +28,7 @@ from typing import Any
 
 import tomli_w
 
-from forgekernel import rundir
+from forgekernel import candidate, rundir
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec, Verdict
 
@@ -48,8 +48,8 @@ def verify(path: Path, expected: str, hasher: Hasher = rundir.content_hash) -> N
     """Raise SealError unless the kernel files at ``path`` hash to ``expected``."""
     if not (path / "kernel.py").is_file():
         raise SealError(f"{path}: the sealed kernel is missing (expected hash {expected})")
-    got = hasher(path)
-    if got != expected:
+    if not candidate.matches(path, expected, hasher):
+        got = hasher(path)
         raise SealError(f"{path}: the sealed kernel's files hash to {got}, not the recorded "
                         f"{expected}; it was modified after sealing")
 
@@ -66,7 +66,7 @@ def seal(src: Path, dest: Path, expected: str, hasher: Hasher = rundir.content_h
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     rundir.copy_files(src, tmp)
-    for rel in rundir.candidate_files(tmp):
+    for rel in candidate.all_files(tmp):
         fd = os.open(tmp / rel, os.O_RDONLY)
         try:
             os.fsync(fd)

@@ -16,7 +16,6 @@ Layout (``.artifacts/<task>_<stamp>/``)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -29,7 +28,7 @@ from typing import Any
 
 import tomli_w
 
-from forgekernel import __version__
+from forgekernel import __version__, candidate
 from forgekernel.config import Settings
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec
@@ -208,38 +207,10 @@ def stub_kernel(task: TaskSpec) -> str:
 
 # ---------------------------------------------------------------- files
 
-
-def candidate_files(root: Path) -> list[Path]:
-    """Relative paths of a candidate's files, sorted: no dotfiles or dot dirs (``.git``),
-    no ``__pycache__``, no symlinks (the judge's definition of a candidate)."""
-    out = []
-    for path in Path(root).rglob("*"):
-        rel = path.relative_to(root)
-        if any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
-            continue
-        if path.is_file() and not path.is_symlink():
-            out.append(rel)
-    return sorted(out, key=lambda p: p.as_posix())
-
-
-def content_hash(root: Path) -> str:
-    """A candidate's identity: 16 hex of sha256 over each file's path and sha256.
-
-    The same definition as ``forgekernel.judge.candidate.candidate_hash`` (a test holds
-    them equal), so ledger ids and verdict ids agree.
-    """
-    h = hashlib.sha256()
-    for rel in candidate_files(root):
-        h.update(rel.as_posix().encode() + b"\0")
-        h.update(hashlib.sha256((Path(root) / rel).read_bytes()).digest())
-    return h.hexdigest()[:16]
-
-
-def copy_files(src: Path, dst: Path) -> None:
-    """Copy a candidate's files from ``src`` into ``dst`` (created)."""
-    for rel in candidate_files(src):
-        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / rel, dst / rel)
+content_hash = candidate.source_hash
+"""A candidate's identity (:func:`forgekernel.candidate.source_hash`, the judge's too)."""
+candidate_files = candidate.source_files
+copy_files = candidate.copy_files
 
 
 def store_candidate(rd: RunDir, cid: str, src: Path, info: dict[str, Any]) -> Path:
@@ -274,7 +245,7 @@ def clean_partial(rd: RunDir) -> None:
 
 
 def _fsync_tree(root: Path) -> None:
-    for rel in candidate_files(root):
+    for rel in candidate.all_files(root):
         fd = os.open(root / rel, os.O_RDONLY)
         try:
             os.fsync(fd)

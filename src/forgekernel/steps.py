@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forgekernel import candidate, exprs, rundir, views
 from forgekernel import curriculum as C
-from forgekernel import exprs, rundir, views
 from forgekernel.agents.base import (
     AgentError,
     ArchitectContext,
@@ -246,7 +246,7 @@ class Steps:
 
     def _verified(self, cid: str, what: str) -> Path:
         src = self.rd.candidate_src(cid)
-        if not src.is_dir() or self.seams.hasher(src) != cid:
+        if not src.is_dir() or not candidate.matches(src, cid, self.seams.hasher):
             raise EngineError(f"{what}: the stored files of candidate {cid} do not match its "
                               "recorded hash; the run dir was modified")
         return src
@@ -254,7 +254,8 @@ class Steps:
     def _judge(self, cid: str, src: Path, judge=None, runner=None) -> Verdict:
         verdict = (judge or self.seams.judge)(self.task, src, runner or self.seams.runner)
         got = verdict.candidate
-        if got and not (got.startswith(cid) or cid.startswith(got)):
+        same = {cid, self.seams.hasher(src)}  # the second: an id recorded by the legacy hash
+        if got and not any(got.startswith(c) or c.startswith(got) for c in same):
             raise EngineError(f"the judge judged candidate {got}, not the recorded {cid}")
         return verdict
 

@@ -162,8 +162,8 @@ def _backend(name: str, role: str, settings: Any, script: Path | None):
 
 
 def _judge(impl: str | None):
-    """The judge callable and the candidate hasher that matches it."""
-    from forgekernel import rundir
+    """The judge callable and the candidate hasher (one definition: forgekernel.candidate)."""
+    from forgekernel.candidate import source_hash
 
     if impl:
         mod, _, attr = impl.partition(":")
@@ -171,13 +171,12 @@ def _judge(impl: str | None):
             fn = getattr(importlib.import_module(mod), attr or "judge")
         except (ImportError, AttributeError) as exc:
             raise fail(f"--judge {impl}: {exc}") from None
-        return fn, rundir.content_hash
+        return fn, source_hash
     try:
         from forgekernel.judge import judge as real_judge
-        from forgekernel.judge.candidate import candidate_hash
     except ImportError as exc:
         raise fail(f"the judge is not available in this install ({exc})") from None
-    return real_judge, candidate_hash
+    return real_judge, source_hash
 
 
 def _profiler(ncu: str = "off"):
