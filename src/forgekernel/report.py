@@ -138,24 +138,24 @@ def attempt_lines(state: RunState) -> list[str]:
 
 
 def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
-    cfg = rd.config()
-    target = float(cfg.get("target", {}).get("speedup", 1.2))
+    cfg, target = rd.config, rd.target
     end = state.ends[-1] if state.ends else None
     verdict, source = best_verdict(state)
     ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
     session = state.sessions[-1] if state.sessions else None
     met = bool(end and end.target_met)
-    lines = [f"# forge run: {cfg.get('task', '?')}", "", summary_line(state), ""]
+    lines = [f"# forge run: {cfg.task or rd.task().name}", "", summary_line(state), ""]
     if verdict is not None:
         lines.append(f"Verdict shown: {source} by {verdict.judge or 'an unnamed judge'}; "
                      f"{len(timed(verdict))} timed workload(s), timings labelled `{timing_label(verdict)}`.")
     lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
               f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
+              *[f"Next: {line}." for line in next_steps(rd, state)], "",
               *_bound_lines(ref, target),
               f"- run dir: `{rd.root}`",
-              f"- delivery: {session.delivery if session else cfg.get('delivery')}; agent: "
-              f"{session.agent if session else cfg.get('agent')}; architect: "
-              f"{session.architect if session else cfg.get('architect')}",
+              f"- delivery: {session.delivery if session else cfg.delivery}; agent: "
+              f"{session.agent if session else cfg.agent}; architect: "
+              f"{session.architect if session else cfg.architect}",
               f"- attempts: {state.iterations}; re-plans: {state.replans}; wall minutes: "
               f"{state.minutes():.1f}; agent dollars: {state.dollars():.2f}", "",
               "## Workloads", "", *workload_table(verdict, ref.get("floors", [])), "",
@@ -166,6 +166,44 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
     lines += ["", "## Files", "", "- `best/kernel.py`, `best/verdict.json`" if state.best else
               "- no best kernel", "- `ledger.jsonl` (every attempt), `curriculum.v*.toml` (every plan)", ""]
     return "\n".join(lines)
+
+
+BUDGETS = ("iteration budget", "time budget", "dollar budget")
+GPU_HOWTO = ("for device timings run it where an NVIDIA GPU is: on a GPU machine `forge run {task} "
+             "--delivery local`, or from here through ssh: `FK_DELIVERY=ssh REMOTE_HOST=<ssh alias> "
+             "REMOTE_WORKDIR=<dir there> forge run {task}` (docs/delivery.md)")
+
+
+def next_steps(rd: rundir.RunDir, state: RunState) -> list[str]:
+    """What to do next, one line per way the run ended (and one more for CPU timings)."""
+    end = state.ends[-1] if state.ends else None
+    task, run = rd.task_dir, rd.root
+    if end is None:
+        return [f"the run has not finished: `forge run {run}` resumes it"]
+    reason, out = end.reason, []
+    if end.target_met:
+        out.append(f"the kernel is {rd.best_kernel}; `forge judge {task} {rd.best_kernel}` judges it "
+                   f"again, and `forge evolve {task}` searches on with it as the reference")
+    elif reason.startswith(BUDGETS):
+        out.append(f"the budget is spent: raise it and resume, `forge run {run} --max-iterations N` "
+                   "(or --max-minutes M, --max-dollars D); everything recorded is kept")
+    elif reason.startswith("the agent failed"):
+        out.append(f"the agent kept failing: fix what it reported (`forge doctor` lists agents, CLIs "
+                   f"and keys), then `forge run {run}` resumes")
+    else:
+        agent = state.sessions[-1].architect if state.sessions else "the architect"
+        out.append(f"nothing left to try: {agent} has no new idea for this task; a new run with an "
+                   f"LLM agent may have one: `forge run {task} --agent claude-code` (or anthropic, "
+                   "openai; `forge doctor` shows which can run here)")
+    if state.best is None:
+        out.append(f"no candidate passed the judge: the feedback of the last verdicts is in the "
+                   f"Attempts table and `forge status {run} --last 10`")
+    verdict, _ = best_verdict(state)
+    session = state.sessions[-1] if state.sessions else None
+    if timing_label(verdict) == "cpu-interpret" or (verdict is None and session and session.delivery == "cpu"):
+        out.append("timings came from the Triton CPU interpreter (cpu-interpret): they prove the "
+                   "kernel correct, never fast; " + GPU_HOWTO.format(task=task))
+    return out
 
 
 def _bound_lines(ref: dict[str, Any], target: float) -> list[str]:
@@ -181,10 +219,10 @@ def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
     from forgekernel.plots import write_plots
 
     if state is None:
-        state = replay(ledger.read(rd.ledger)[0])
+        state = replay(ledger.read(rd.ledger)[0], rd.config.engine.max_retries, str(rd.ledger))
     verdict, _ = best_verdict(state)
     ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
-    target = float(rd.config().get("target", {}).get("speedup", 1.2))
+    target = rd.target
     try:
         plots = {k: f"plots/{Path(v).name}" for k, v in
                  write_plots(rd.plots, state, verdict, ref.get("floors", []), target).items()}

@@ -7,22 +7,26 @@ the same state from the same lines.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from forgekernel import curriculum as cur_mod
+from forgekernel.errors import ForgeError
 from forgekernel.ledger import (
     ConfirmEvent,
     EndEvent,
     Event,
     GateEvent,
+    LedgerError,
     PlanEvent,
     RowEvent,
     SessionEvent,
     StartedEvent,
 )
 from forgekernel.records import Attempt, Curriculum
+from forgekernel.runconfig import RunConfig
 
 AGENT_ERROR = "agent error: "
 DUPLICATE = "duplicate of attempt "
@@ -36,24 +40,22 @@ class Limits:
     minutes: float
     dollars: float
     target: float
-    max_retries: int = 3
+    max_retries: int
     """Failed attempts on one row before it is closed."""
-    stall_after: int = 6
+    stall_after: int
     """Attempts without a new best before the architect re-plans."""
-    max_replans: int = 4
-    noise_floor: float = 0.02
+    max_replans: int
+    noise_floor: float
     """Relative gain a new best needs when the verdict carries no noise floor."""
-    batch: int = 1
+    batch: int
     """Candidates the coder proposes per row before they are judged together."""
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any], **overrides: Any) -> Limits:
-        budget, eng = cfg.get("budget", {}), cfg.get("engine", {})
-        values = {"iterations": budget.get("iterations", 40), "minutes": budget.get("minutes", 90.0),
-                  "dollars": budget.get("dollars", 20.0), "batch": budget.get("batch", 1),
-                  "target": cfg.get("target", {}).get("speedup", 1.2),
-                  **{k: eng[k] for k in ("max_retries", "stall_after", "max_replans", "noise_floor")
-                     if k in eng}}
+    def from_config(cls, cfg: RunConfig, run_target: float, **overrides: Any) -> Limits:
+        """run.toml's [budget] and [engine] (defaults applied when it was read), the run's
+        target speedup, then ``overrides`` (None values ignored; ``target`` among them)."""
+        values = {**dataclasses.asdict(cfg.budget), **dataclasses.asdict(cfg.engine),
+                  "target": run_target}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -218,9 +220,17 @@ class RunState:
         return text, len(failed)
 
 
-def replay(events: list[Event], max_retries: int = 3) -> RunState:
-    """Fold a ledger into its state."""
+def replay(events: list[Event], max_retries: int = 3, where: str = "the ledger") -> RunState:
+    """Fold a ledger into its state; an event that cannot be applied (a plan that is not a
+    valid curriculum, a gate for a milestone that does not exist, ...) is one LedgerError
+    naming its line (events are the ledger's lines in order)."""
     state = RunState(max_retries=max_retries)
-    for ev in events:
-        state.apply(ev)
+    for n, ev in enumerate(events, 1):
+        try:
+            state.apply(ev)
+        except (ForgeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            kind = getattr(ev, "kind", "attempt")
+            text = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise LedgerError(f"{where}: line {n} ({kind}) does not fit the lines before it "
+                              f"({text}); restore the file, or cut it before line {n}") from None
     return state

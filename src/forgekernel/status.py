@@ -29,10 +29,10 @@ def running(rd: rundir.RunDir) -> bool:
 
 def collect(rd: rundir.RunDir, last: int = 5) -> dict[str, Any]:
     """Everything `forge status` shows, as JSON-ready data."""
-    cfg = rd.config()
-    limits = Limits.from_config(cfg)
+    cfg = rd.config
+    limits = Limits.from_config(cfg, rd.target)
     events, torn = ledger.read(rd.ledger)
-    st = replay(events, limits.max_retries)
+    st = replay(events, limits.max_retries, str(rd.ledger))
     session = st.sessions[-1] if st.sessions else None
     verdict, source = best_verdict(st)
     ms, x, label = headline(verdict)
@@ -44,11 +44,11 @@ def collect(rd: rundir.RunDir, last: int = 5) -> dict[str, Any]:
     end = st.ends[-1] if st.ends and st.ends[-1].after_seq == st.last_seq else None
     state = "running" if running(rd) else ("stopped" if end else ("not started" if not events else "interrupted"))
     return {
-        "run_dir": str(rd.root), "task": cfg.get("task"), "state": state,
+        "run_dir": str(rd.root), "task": cfg.task or rd.task().name, "state": state,
         "stopped": end.reason if end else None, "target_met": end.target_met if end else None,
-        "delivery": session.delivery if session else cfg.get("delivery"),
-        "agent": session.agent if session else cfg.get("agent"),
-        "architect": session.architect if session else cfg.get("architect"),
+        "delivery": session.delivery if session else cfg.delivery,
+        "agent": session.agent if session else cfg.agent or "builtin",
+        "architect": session.architect if session else cfg.architect or cfg.agent or "builtin",
         "iterations": st.iterations, "pending": st.pending.seq if st.pending else None,
         "target": limits.target, "summary": summary_line(st),
         "best": None if st.best is None else {

@@ -69,12 +69,12 @@ class Steps:
     def resume(self, settings: Settings | None) -> None:
         """Rebuild the state from the ledger and put the workspace back on the best."""
         torn = self.ledger.repair()
-        self.state = replay(self.ledger.events(), self.limits.max_retries)
+        self.state = replay(self.ledger.events(), self.limits.max_retries, str(self.rd.ledger))
         rundir.clean_partial(self.rd)
         best = self.state.best
         if best is not None:
-            self.ws.ensure_best(best.seq, best.candidate, self.rd.candidate_src(best.candidate),
-                                self.seams.hasher)
+            src = self._verified(best.candidate, f"the best (attempt #{best.seq})")
+            self.ws.ensure_best(best.seq, best.candidate, src, self.seams.hasher)
             rundir.install_best(self.rd, best.candidate, best.verdict)
         else:
             self.ws.recover()

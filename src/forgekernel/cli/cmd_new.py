@@ -86,30 +86,39 @@ def new(
     model: str = typer.Option(None, "--model", help="Model for LLM backends (default FK_MODEL)."),
 ) -> None:
     """Validate TASK and create a run dir (or, with --dry-run, show what a run would do)."""
+    from forgekernel import preflight
     from forgekernel.config import load_settings
-    from forgekernel.delivery.base import resolve_delivery
-    from forgekernel.plan import build_plan
+    from forgekernel.rundir import create
     from forgekernel.task import load_task
 
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
     with tempfile.TemporaryDirectory(prefix="forge-new-") as scratch:
         spec = load_task(_task_dir(task, Path(scratch)))
-        chosen = resolve_delivery(settings.delivery)
         if dry_run:
-            plan = build_plan(spec, settings, chosen)
-            if as_json:
-                typer.echo(json.dumps(plan, indent=2))
-            else:
-                _print_plan(plan)
-            if plan["agent"]["missing"]:
-                raise fail(f"agent '{plan['agent']['coder']}' cannot run here: missing "
-                           + "; ".join(plan["agent"]["missing"]))
-            return
-        from forgekernel.plan import agent_choice
-        from forgekernel.rundir import create
-
-        missing = agent_choice(settings)["missing"]
-        if missing:
-            raise fail(f"agent cannot run here: missing {'; '.join(missing)} (see forge doctor)")
+            return _dry_run(spec, settings, as_json)
+        preflight.check_new(settings)  # agents, login, delivery: before anything is written
         run_dir = create(Path(spec.root), settings, out)
         typer.echo(str(run_dir))
+
+
+def _dry_run(spec, settings, as_json: bool) -> None:
+    from forgekernel import preflight
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.plan import build_plan
+
+    coder = settings.agent or "builtin"
+    preflight.check_names(coder, settings.architect or coder)
+    plan = build_plan(spec, settings, resolve_delivery(settings.delivery))
+    missing = plan["agent"]["missing"]
+    login = "" if missing else preflight.login_problem(settings, plan["agent"]["coder"],
+                                                         plan["agent"]["architect"])
+    plan["agent"]["login"] = login or None
+    if as_json:
+        typer.echo(json.dumps(plan, indent=2))
+    else:
+        _print_plan(plan)
+    if missing:
+        raise fail(f"agent '{plan['agent']['coder']}' cannot run here: missing " + "; ".join(missing))
+    if login:
+        raise fail(login)
+    preflight.runner(settings.delivery, settings, settings.gpu, connect=False)
