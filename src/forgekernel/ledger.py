@@ -126,8 +126,8 @@ def parse_line(text: str) -> Event:
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     kind = obj.get("kind")
-    if kind is not None and kind not in _KINDS:
-        raise ValueError(f"unknown kind '{kind}'")
+    if kind is not None and (not isinstance(kind, str) or kind not in _KINDS):
+        raise ValueError(f"unknown kind {kind!r}")
     event = Attempt.model_validate(obj) if kind is None else _KINDS[kind].model_validate(obj)
     datetime.fromisoformat(event.time)  # ValueError: a damaged timestamp
     return event
