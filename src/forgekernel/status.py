@@ -83,8 +83,7 @@ def render(d: dict[str, Any]) -> list[str]:
         sol = f", min %SOL {b['sol_pct_min']:.1f}" if b["sol_pct_min"] is not None else ""
         lines.append(f"          attempt #{b['seq']}, {b['verdict']}{sol}; target {d['target']:g}x"
                      + ("" if d["target_met"] is None else f" ({'met' if d['target_met'] else 'not met'})"))
-    where = f"{d['milestone']} row {d['row']}" if d["row"] else (d["milestone"] or "none open")
-    lines.append(f"plan      curriculum v{d['curriculum_version']}, {d['replans']} re-plan(s); now at {where}")
+    lines.append(_plan_line(d))
     for g in d["gate"]:
         lines.append(f"  gate    [{g['state']:^7}] {g['line']}" + (f" ({g['detail']})" if g["detail"] else ""))
     for a in d["last"]:
@@ -92,3 +91,19 @@ def render(d: dict[str, Any]) -> list[str]:
         lines.append(f"  #{a['seq']:<4} {a['row']:<8} {a['status']}{x}{' BEST' if a['best'] else ''}"
                      + (f"  {a['error']}" if a["error"] else ""))
     return lines
+
+
+def _plan_line(d: dict[str, Any]) -> str:
+    if d["curriculum_version"] is None:
+        return "plan      not made yet: the architect plans when `forge run` starts"
+    if d["row"]:
+        where = f"now at {d['milestone']} row {d['row']}"
+    elif d["milestone"]:
+        where = f"now at {d['milestone']} (no open row left)"
+    else:
+        where = "every milestone closed"
+    return f"plan      curriculum v{d['curriculum_version']}, {_replans(d['replans'])}; {where}"
+
+
+def _replans(n: int) -> str:
+    return "no re-plan" if n == 0 else f"{n} re-plan{'s' if n > 1 else ''}"

@@ -247,13 +247,14 @@ def _sum(costs: list[AgentCost]) -> AgentCost:
         "output_tokens": sum(c.output_tokens for c in costs), "session": costs[-1].session})
 
 
-LOGIN_FIX = "log in with `claude` (then /login), or set ANTHROPIC_API_KEY (see forge doctor)"
+LOGIN_FIX = "log in with `claude` (then /login), or set ANTHROPIC_API_KEY"
 
 
-def check_login(settings: Any, **kw: Any) -> str:
+def check_login(settings: Any, probe: bool = True, **kw: Any) -> str:
     """Whether the CLI can call the model, before a run dir exists: the CLI's own
     ``claude auth status`` (local, well under a second); a CLI too old for it gets one
-    one-turn call instead. Returns how it is logged in; AgentError (one line) when it is not."""
+    one-turn call instead (``probe``). Returns how it is logged in; AgentError (one line)
+    when it is not."""
     cli = _Cli(settings, dict(kw))
     try:
         proc = subprocess.run([str(cli.binary), "auth", "status", "--json"], capture_output=True,
@@ -266,7 +267,7 @@ def check_login(settings: Any, **kw: Any) -> str:
             raise AgentError(f"--agent {NAME}: the claude CLI is not logged in (`claude auth "
                              f"status`: auth method {status.get('authMethod', 'none')}); {LOGIN_FIX}")
         return str(status.get("authMethod") or "logged in")
-    return _probe_call(cli)
+    return _probe_call(cli) if probe else "unknown: this CLI has no `claude auth status`"
 
 
 def _probe_call(cli: _Cli) -> str:

@@ -17,7 +17,7 @@ def evolve_cmd(
     agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
-    delivery: str = typer.Option(None, "--delivery", help="cpu, local or auto (default: FK_DELIVERY, else auto)."),
+    delivery: str = typer.Option(None, "--delivery", help="cpu, local, ssh, ray or auto (default: FK_DELIVERY, else auto)."),
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts per generation."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes per generation."),
     chain_minutes: float = typer.Option(None, "--chain-minutes", min=0.01, help="No new generation after this many minutes of runs."),

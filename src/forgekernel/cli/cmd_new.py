@@ -11,14 +11,6 @@ import typer
 from forgekernel.cli import app, fail
 
 
-def _human_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _time(ms: float) -> str:
     if ms < 1e-3:
         return f"{ms * 1e6:.1f} ns"
@@ -26,6 +18,8 @@ def _time(ms: float) -> str:
 
 
 def _print_plan(plan: dict) -> None:
+    from forgekernel.plan import human_bytes
+
     t = plan["task"]
     typer.echo(f"task      {t['name']} ({t['family']}, {t['language']}, {t['arch']}, {t['format']})")
     if t["description"]:
@@ -39,8 +33,10 @@ def _print_plan(plan: dict) -> None:
         axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
         flops = f"{w['flops']:.3g} flop" if w["flops"] is not None else "flops unknown"
         tag = " [smoke]" if w["smoke"] else ""
-        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({_human_size(w['bytes'])}), {flops}, "
+        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({human_bytes(w['bytes'])}), {flops}, "
                    f"floor {_time(w['floor_ms'])} ({w['bound']}-bound){tag}")
+    for warning in plan["warnings"]:
+        typer.echo(f"warning   {warning}")
     d, a = plan["delivery"], plan["agent"]
     typer.echo(f"delivery  {d['name']} -- {d['why']}")
     typer.echo(f"agent     coder {a['coder']} -- {a['coder_why']}; architect {a['architect']}"
@@ -53,7 +49,7 @@ def _print_plan(plan: dict) -> None:
     cur = plan["curriculum"]
     typer.echo(f"curriculum ({cur['source']}):" if cur["milestones"] else f"curriculum: {cur.get('error', 'none')}")
     for m in cur["milestones"]:
-        rows = f", {m['rows']} rows" if m["rows"] is not None else ""
+        rows = f", {m['rows']} row{'s' if m['rows'] != 1 else ''}" if m["rows"] is not None else ""
         gate = f"; gate: {', '.join(m['gate'])}" if m["gate"] else ""
         typer.echo(f"  {m['id']:<7} {m['kind']:<12} {m['title']}{rows}{gate}")
     if plan["prescriptions"]:
@@ -80,7 +76,7 @@ def new(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
     out: Path = typer.Option(None, "--out", help="Run dir to create (default .artifacts/<task>_<stamp>)."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
-    delivery: str = typer.Option(None, "--delivery", help="auto, cpu or local (default FK_DELIVERY or auto)."),
+    delivery: str = typer.Option(None, "--delivery", help="auto, cpu, local, ssh or ray (default FK_DELIVERY, else auto); docs/delivery.md."),
     agent: str = typer.Option(None, "--agent", help="Coder backend (default FK_AGENT or builtin)."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends (default FK_MODEL)."),

@@ -24,7 +24,7 @@ def run_cmd(
     agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
-    delivery: str = typer.Option(None, "--delivery", help="cpu, local or auto (default: the run's, else FK_DELIVERY, else auto)."),
+    delivery: str = typer.Option(None, "--delivery", help="cpu, local, ssh, ray or auto (default: the run's, else FK_DELIVERY, else auto); docs/delivery.md."),
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts in the whole run."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes over all sessions."),
     max_dollars: float = typer.Option(None, "--max-dollars", min=0, help="Agent dollars over the run."),
