@@ -80,6 +80,10 @@ class RunState:
     confirms: list[ConfirmEvent] = field(default_factory=list)
     ends: list[EndEvent] = field(default_factory=list)
     curriculum: Curriculum | None = None
+    marks: list[PlanEvent | GateEvent] = field(default_factory=list)
+    """Plans and gate passes in ledger order (what happened to the milestones)."""
+    closing_only: set[int] = field(default_factory=set)
+    """Versions that only closed what was open ("no change"): not counted as re-plans."""
     reopened: set[str] = field(default_factory=set)
     """Milestones the last plan reopened: only a best found after that plan can pass them."""
     best: Attempt | None = None
@@ -101,8 +105,12 @@ class RunState:
             self.started[ev.seq] = ev
         elif isinstance(ev, PlanEvent):
             passed = {m.id for m in self.curriculum.milestones if m.status == "passed"} if self.curriculum else set()
+            new = cur_mod.from_dict(ev.curriculum)
+            if self.curriculum is not None and not cur_mod.adds_work(self.curriculum, new):
+                self.closing_only.add(ev.version)
             self.plans.append(ev)
-            self.curriculum = cur_mod.from_dict(ev.curriculum)
+            self.marks.append(ev)
+            self.curriculum = new
             self.reopened = {m.id for m in self.curriculum.milestones if m.status == "open"} & passed
             self.counts = {}
         elif isinstance(ev, RowEvent):
@@ -110,6 +118,7 @@ class RunState:
             self._set_row(ev.row, ev.status)
         elif isinstance(ev, GateEvent):
             self.gates.append(ev)
+            self.marks.append(ev)
             if self.curriculum is not None:
                 self.curriculum = cur_mod.pass_milestone(self.curriculum, ev.milestone)
         elif isinstance(ev, ConfirmEvent):
@@ -188,7 +197,9 @@ class RunState:
 
     @property
     def replans(self) -> int:
-        return max(0, len(self.plans) - 1)
+        """Re-plans that planned something new (a version that only closed rows or
+        milestones does not use one up)."""
+        return max(0, len(self.plans) - 1 - len(self.closing_only))
 
     def judged(self, cid: str) -> int | None:
         """The seq of an attempt that already judged candidate ``cid``."""

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forgekernel import candidate, exprs, rundir, views
+from forgekernel import candidate, explain, exprs, rundir, views
 from forgekernel import curriculum as C
 from forgekernel.agents.base import (
     AgentError,
@@ -286,6 +286,8 @@ class Steps:
         """Record a verdict, accept or revert; ``contender``: it may become the best."""
         cid, seq = started.candidate, started.seq
         rundir.write_json(self.rd.candidate(cid) / "verdict.json", verdict.model_dump(mode="json"))
+        best = self.state.best
+        needed, noise = explain.threshold(best.verdict if best else None, verdict, self.limits.noise_floor)
         is_best = contender and verdict.passed and self._beats_best(verdict)
         self.record(Attempt(seq=seq, time=now(), milestone=started.milestone, row=started.row,
                             candidate=cid, agent=started.agent, verdict=verdict,
@@ -297,7 +299,7 @@ class Steps:
         if is_best:
             rundir.install_best(self.rd, cid, verdict)
         x = f", {verdict.speedup:.3g}x" if verdict.speedup is not None else ""
-        tag = " NEW BEST" if is_best else (" accepted" if verdict.passed else "")
+        tag = explain.judged_note(verdict, is_best, needed if contender else None, noise)
         self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
                   status=verdict.status.value, speedup=verdict.speedup, best=is_best)
 
@@ -310,8 +312,8 @@ class Steps:
             return False
         if old is None:
             return True
-        noise = v.noise_floor if v.noise_floor is not None else self.limits.noise_floor
-        return new > old * (1 + noise)
+        needed, _ = explain.threshold(best.verdict, v, self.limits.noise_floor)
+        return needed is not None and new > needed
 
     # -- gates
     def check_gate(self) -> None:
