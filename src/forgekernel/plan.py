@@ -59,7 +59,8 @@ def smoke_warnings(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def ceilings_for_task(task: TaskSpec):
-    """Certified knowledge-base ceilings for the task's arch when there are any, else H200.md."""
+    """Certified knowledge-base ceilings for the task's arch when there are any, else the H200
+    baseline (profile.roofline.H200_SHARED)."""
     from forgekernel.profile import roofline
 
     arch = "sm90" if task.arch == "any" else task.arch

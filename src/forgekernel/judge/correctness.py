@@ -1,4 +1,4 @@
-"""Comparing outputs: calibrated tolerances and the value checks of JUDGE.md section B.
+"""Comparing outputs: calibrated tolerances and the value checks of section B of the threat model in docs/judge.md.
 
 The error of an output element is normalised: ``e = |c - r| / (|r| + s)`` where ``r`` is
 the float64 oracle, ``c`` the candidate's value and ``s = SCALE_FRACTION * rms(r)`` keeps
@@ -11,7 +11,7 @@ gives the reference's own error ``ref_err`` (the maximum over the calibration wo
 the tolerance is ``max(TOL_MULTIPLE * ref_err, DTYPE_FLOOR[dtype])``, or the task's
 ``[judge] rtol``/``atol`` (then ``s = atol / rtol``). Integer and bool outputs must match
 exactly. Under the Triton CPU interpreter, whose float32 -> bfloat16 conversion truncates
-instead of rounding to nearest (shared/H200.md), bfloat16 tolerances are multiplied by
+instead of rounding to nearest (tests/test_docs_sources.py shows it), bfloat16 tolerances are multiplied by
 ``INTERPRET_ALLOWANCE``; the GPU judge never uses that factor.
 """
 

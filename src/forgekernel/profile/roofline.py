@@ -39,9 +39,9 @@ H200_SHARED = Ceilings(
     bandwidth_by_mib={16: 2.64, 32: 3.09, 64: 3.62, 128: 3.97, 256: 4.13, 512: 4.18, 1024: 4.25,
                       4096: 4.30},
     tflops={"bfloat16": 686.0},
-    source="shared/H200.md (measured on an H200, 2026-12-02)",
+    source="benchmarks/results/h200_baseline_2026-12-02.json (measured on an H200, 2026-12-02)",
 )
-"""The ceilings in shared/H200.md; used until the knowledge base certifies its own."""
+"""The H200 baseline's ceilings (benchmarks/results/h200_baseline_2026-12-02.json); used until the knowledge base certifies its own."""
 
 
 def bandwidth_for(ceilings: Ceilings, nbytes: int) -> float:
