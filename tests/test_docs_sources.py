@@ -76,3 +76,20 @@ def test_the_cpu_interpreter_truncates_to_bfloat16():
     """docs/judge.md's reason for the interpreter's bf16 tolerance allowance."""
     out = subprocess.run([sys.executable, "-c", TRUNCATION], capture_output=True, text=True, timeout=300)
     assert out.stdout.split() == ["True", "False"], out.stderr[-2000:]
+
+
+def test_readme_commands_run_as_written():
+    """`forge` is not on PATH after install.sh: a README block that uses it bare activates the
+    venv first; a run dir a block uses is one it creates (no placeholder to fill in)."""
+    text = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
+    assert blocks
+    for block in blocks:
+        lines = [ln.split("#")[0].strip() for ln in block.splitlines()]
+        bare = [i for i, ln in enumerate(lines) if re.match(r"forge\b", ln)]
+        if bare:
+            assert "source .venv/bin/activate" in lines[:bare[0]], block
+        made = {m for ln in lines for m in re.findall(r"--out (\S+)", ln)}
+        used = {m for ln in lines for m in re.findall(r"(\.artifacts/\S+?)(?:/best\S*)?(?:\s|$)", ln)}
+        assert used <= made | {"tasks/rmsnorm"}, (used, made)
+        assert "<stamp>" not in "\n".join(lines)
