@@ -112,6 +112,15 @@ def threshold(best: Verdict | None, new: Verdict, default_noise: float) -> tuple
     return best.speedup * (1 + noise), noise
 
 
+def beats(old: Verdict | None, new: Verdict, default_noise: float) -> bool:
+    """Whether ``new`` is a new best against the best's verdict ``old``: faster by more than
+    the noise floor (``new``'s own, else ``default_noise``)."""
+    if old is None or new.speedup is None or old.speedup is None:
+        return old is None or (new.speedup is not None and old.speedup is None)
+    needed, _ = threshold(old, new, default_noise)
+    return needed is not None and new.speedup > needed
+
+
 def decisions(state: RunState, default_noise: float) -> dict[int, Decision]:
     """Per judged attempt: new best, or accepted and what it would have needed."""
     out: dict[int, Decision] = {}

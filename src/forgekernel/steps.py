@@ -286,9 +286,9 @@ class Steps:
         """Record a verdict, accept or revert; ``contender``: it may become the best."""
         cid, seq = started.candidate, started.seq
         rundir.write_json(self.rd.candidate(cid) / "verdict.json", verdict.model_dump(mode="json"))
-        best = self.state.best
-        needed, noise = explain.threshold(best.verdict if best else None, verdict, self.limits.noise_floor)
-        is_best = contender and verdict.passed and self._beats_best(verdict)
+        old = self.state.best.verdict if self.state.best else None
+        needed, noise = explain.threshold(old, verdict, self.limits.noise_floor)
+        is_best = contender and verdict.passed and explain.beats(old, verdict, self.limits.noise_floor)
         self.record(Attempt(seq=seq, time=now(), milestone=started.milestone, row=started.row,
                             candidate=cid, agent=started.agent, verdict=verdict,
                             accepted=verdict.passed, best=is_best))
@@ -302,18 +302,6 @@ class Steps:
         tag = explain.judged_note(verdict, is_best, needed if contender else None, noise)
         self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
                   status=verdict.status.value, speedup=verdict.speedup, best=is_best)
-
-    def _beats_best(self, v: Verdict) -> bool:
-        best = self.state.best
-        if best is None or best.verdict is None:
-            return True
-        old, new = best.verdict.speedup, v.speedup
-        if new is None:
-            return False
-        if old is None:
-            return True
-        needed, _ = explain.threshold(best.verdict, v, self.limits.noise_floor)
-        return needed is not None and new > needed
 
     # -- gates
     def check_gate(self) -> None:

@@ -99,14 +99,10 @@ def _create(task_dir: Path, given: dict[str, Any]) -> Path:
 
 
 def _parts(opts: Any, settings: Any) -> Any:
-    from forgekernel import evolve
+    from forgekernel import evolve, preflight
     from forgekernel.cli.cmd_run import _backend, _check_command, _judge, _prescriber, _profiler
-    from forgekernel.delivery.base import make_runner
 
-    try:
-        runner = make_runner(opts.delivery, gpu=settings.gpu, settings=settings)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
+    runner, _ = preflight.runner(opts.delivery, settings, settings.gpu)  # a GPU where one is needed
     judge, hasher = _judge(opts.judge or None)
 
     def script_for(k: int) -> Path | None:
