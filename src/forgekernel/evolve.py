@@ -201,7 +201,7 @@ def _prepare(chain: Chain, k: int, data: dict[str, Any], parts: Parts, opts: Cha
     cfg = rd.config.data()
     if opts.max_iterations is not None:
         cfg["budget"]["iterations"] = opts.max_iterations
-    minutes = opts.max_minutes if opts.max_minutes is not None else cfg["budget"]["minutes"]
+    minutes = opts.max_minutes if opts.max_minutes is not None else rd.config.budget.minutes
     if opts.chain_minutes is not None:
         minutes = max(0.01, min(minutes, opts.chain_minutes - _minutes_used(chain, k)))
     cfg["budget"]["minutes"] = minutes

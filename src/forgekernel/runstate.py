@@ -26,7 +26,7 @@ from forgekernel.ledger import (
     StartedEvent,
 )
 from forgekernel.records import Attempt, Curriculum
-from forgekernel.runconfig import RunConfig
+from forgekernel.runconfig import EngineKnobs, RunConfig
 
 AGENT_ERROR = "agent error: "
 DUPLICATE = "duplicate of attempt "
@@ -70,7 +70,7 @@ class RowCount:
 class RunState:
     """Everything the engine, `forge status` and the report need, from the ledger."""
 
-    max_retries: int = 3
+    max_retries: int = EngineKnobs.max_retries
     attempts: dict[int, Attempt] = field(default_factory=dict)
     started: dict[int, StartedEvent] = field(default_factory=dict)
     plans: list[PlanEvent] = field(default_factory=list)
@@ -231,7 +231,8 @@ class RunState:
         return text, len(failed)
 
 
-def replay(events: list[Event], max_retries: int = 3, where: str = "the ledger") -> RunState:
+def replay(events: list[Event], max_retries: int = EngineKnobs.max_retries,
+           where: str = "the ledger") -> RunState:
     """Fold a ledger into its state; an event that cannot be applied (a plan that is not a
     valid curriculum, a gate for a milestone that does not exist, ...) is one LedgerError
     naming its line (events are the ledger's lines in order)."""
