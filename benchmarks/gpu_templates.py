@@ -9,7 +9,7 @@ few extra configurations for matmul) are checked against the reference's output 
 relative to the output's largest magnitude) and timed with CUDA events around single calls,
 after warm-up, with the L2 flushed (a 256 MiB buffer zeroed) before every call; the median
 is reported with achieved TB/s of minimal bytes (every input read once, every output written
-once), TFLOP/s for matmul, %SOL against the roofline floor (shared/H200.md ceilings) and
+once), TFLOP/s for matmul, %SOL against the roofline floor (the H200 baseline's ceilings, benchmarks/results/h200_baseline_2026-12-02.json) and
 the speedup over eager. Writes DIR/templates_h200.json (device, date, versions, commit) as it
 goes and prints a table last.
 """

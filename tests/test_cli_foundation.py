@@ -39,6 +39,37 @@ def test_help_is_fast_and_imports_no_torch():
     assert float(seconds) < 3.0
 
 
+def test_help_wall_time_from_a_fresh_process():
+    """`forge --help` as a user runs it: a new interpreter, every command module registered
+    (about 0.2-0.4 s on the 2-core CI machine; the bound leaves room for its load)."""
+    best = min(_wall(["--help"]) for _ in range(2))
+    assert best < 3.0
+
+
+def _wall(args: list[str]) -> float:
+    t0 = time.monotonic()
+    out = forge(*args)
+    assert out.returncode in (0, 1), out.stderr
+    return time.monotonic() - t0
+
+
+def test_doctor_is_fast_and_imports_no_sdk():
+    """`forge doctor` reads versions from package metadata: the LLM SDKs (and, for a CPU
+    build, torch) are never imported (about 0.6 s here; it was 39-50 s under load)."""
+    code = ("import sys, time, contextlib, io\n"
+            "t = time.time()\n"
+            "from forgekernel.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()): rc = main(['doctor', '--json'])\n"
+            "from forgekernel.delivery.base import cpu_only_torch\n"
+            "heavy = ['anthropic', 'openai', 'claude_agent_sdk', 'ray'] + (['torch', 'triton'] if cpu_only_torch() else [])\n"
+            "print(rc, time.time() - t, [m for m in heavy if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    rc, seconds, imported = out.stdout.split(maxsplit=2)
+    assert rc in ("0", "1") and imported.strip() == "[]", out.stdout + out.stderr
+    assert float(seconds) < 10.0
+    assert _wall(["doctor"]) < 10.0
+
+
 def test_import_has_no_side_effects():
     code = "import sys, forgekernel; print(sorted(m for m in sys.modules if m.startswith(('torch','triton','pydantic'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

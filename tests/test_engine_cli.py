@@ -83,7 +83,7 @@ def test_run_then_replay_then_status(capsys, run_dir, tmp_path):
     assert code == 2, out
     assert "[judged] #1 M0.1: WRONG_VALUES" in out and "iteration budget spent (2 of 2)" in out
     assert "target 1000x: not met" in out
-    assert rundir.open(run_dir).config()["budget"]["iterations"] == 2  # kept for a resumed run
+    assert rundir.open(run_dir).config.budget.iterations == 2  # kept for a resumed run
     replayed = new_run(tmp_path, "replayed")
     code, out, _ = forge(capsys, "run", replayed, "--replay", run_dir, "--delivery", "cpu",
                          "--max-iterations", "2", "--judge", FAST_JUDGE)
@@ -96,7 +96,7 @@ def test_run_then_replay_then_status(capsys, run_dir, tmp_path):
 
 @pytest.mark.parametrize(("args", "text"), [
     (["--agent", "nosuch"], "unknown agent 'nosuch'"),
-    (["--architect", "nosuch"], "architect agent 'nosuch'"),
+    (["--architect", "nosuch"], "unknown agent 'nosuch'; known: builtin, scripted"),
     (["--delivery", "gpu9"], "delivery 'gpu9'"),
 ])
 def test_a_task_dir_is_checked_before_a_run_dir_is_made(capsys, tmp_path, args, text):
@@ -160,7 +160,7 @@ def test_target_flag_is_kept_and_decides_the_exit_code(capsys, run_dir, tmp_path
     script = write_script(tmp_path / "s.json", [step("torch_fast.py")])
     code, out, _ = forge(capsys, "run", run_dir, "--script", script, "--delivery", "cpu",
                          "--max-iterations", "1", "--judge", FAST_JUDGE, "--target", "0.01")
-    assert rundir.open(run_dir).config()["target"]["speedup"] == 0.01
+    assert rundir.open(run_dir).config.target == 0.01
     assert rundir.open(run_dir).task().target.speedup == 0.01  # what the agents see
     assert "target 0.01x: met" in out and code == 0, out
     assert "**Target: 0.01x the reference -- met** (exit code 0)" in (run_dir / "report.md").read_text()

@@ -134,9 +134,9 @@ def test_scripts_refuse_paths_outside_the_workspace(tmp_path):
 
 def test_run_dir_layout(tmp_path):
     rd = rundir.open(new_run(tmp_path))
-    cfg = rd.config()
-    assert cfg["task"] == "rmsnorm" and cfg["agent"] == "scripted" and cfg["delivery"] == "cpu"
-    assert cfg["budget"]["iterations"] == 40 and cfg["target"]["speedup"] == 1000.0
+    cfg = rd.config
+    assert cfg.task == "rmsnorm" and cfg.agent == "scripted" and cfg.delivery == "cpu"
+    assert cfg.budget.iterations == 40 and cfg.target == 1000.0
     assert (rd.task_dir / "reference.py").is_file() and (rd.workspace / ".git").is_dir()
     assert "def run(x, weight):" in (rd.workspace / "kernel.py").read_text()
     assert not any("KEY" in line for line in rd.run_toml.read_text().splitlines())

@@ -18,7 +18,7 @@ def forge(*args: str, cwd=None) -> subprocess.CompletedProcess:
 
 
 def hand_floor_ms(nbytes: int) -> float:
-    """Interpolate shared/H200.md's size-matched copy table by hand (buffer = bytes / 2)."""
+    """Interpolate the H200 baseline's size-matched copy table by hand (buffer = bytes / 2)."""
     mib = nbytes / 2 / 2**20
     table = sorted(H200_SHARED.bandwidth_by_mib.items())
     if mib <= table[0][0]:

@@ -225,7 +225,7 @@ def _read_run(run_dir: Path) -> dict[str, Any]:
         return {"error": f"run dir unreadable: {exc}"}
     best = state.best
     verdict = _best_verdict(rd, best)
-    row: dict[str, Any] = {"attempts": state.iterations, "delivery": rd.config().get("delivery", ""),
+    row: dict[str, Any] = {"attempts": state.iterations, "delivery": rd.config.delivery,
                            "best": best.candidate if best else None, "correct": verdict is not None}
     if verdict is not None:
         row.update(speedup=verdict.get("speedup"), timing=_timing_label(verdict),

@@ -326,6 +326,23 @@ def revise(old: Curriculum, new: Curriculum, reason: str) -> Curriculum:
                                   "milestones": tuple(kept)})
 
 
+def adds_work(old: Curriculum, new: Curriculum) -> bool:
+    """Whether ``new`` plans anything ``old`` did not: a new or changed milestone or row, or
+    one opened again. A version that only closes what was open (drops a row, abandons a
+    milestone with no row left) adds nothing, and is not counted as a re-plan."""
+    before = {m.id: m for m in old.milestones}
+    for m in new.milestones:
+        prev = before.get(m.id)
+        if prev is None or not _same_plan(prev, m):
+            return True
+        if m.status == "open" and prev.status != "open":
+            return True
+        rows = {r.id: r.status for r in prev.rows}
+        if any(r.status == "open" and rows[r.id] != "open" for r in m.rows):
+            return True
+    return False
+
+
 def open_rows(cur: Curriculum) -> int:
     """Open rows left in milestones that are still open."""
     return sum(1 for m in cur.milestones if m.status == "open" for r in m.rows if r.status == "open")

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from importlib import metadata
 
 from forgekernel.config import Settings
 
@@ -35,30 +36,47 @@ def _python() -> Check:
                  "" if ok else "use Python 3.11 or newer", required=True)
 
 
-def _torch_and_gpu() -> list[Check]:
+def installed(dist: str) -> str | None:
+    """The installed version of a distribution, from its metadata (nothing is imported)."""
     try:
-        import torch
-    except ImportError:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _torch_and_gpu() -> list[Check]:
+    version = installed("torch")
+    if version is None:
         return [Check("torch", False, "not installed", "bash scripts/install.sh", required=True)]
+    from forgekernel.delivery.base import cpu_only_torch
+
+    if cpu_only_torch():  # no CUDA in this build: nothing to ask torch, no import
+        fix = NO_GPU_FIX if not shutil.which("nvidia-smi") else (
+            "nvidia-smi is here but torch is a CPU build: FK_TORCH_SPEC=torch bash scripts/install.sh")
+        return [Check("torch", True, f"{version} (CPU build)", required=True),
+                Check("gpu", False, "none usable: this torch is a CPU build", fix)]
+    import torch  # a CUDA build: only torch can say whether it sees a GPU
+
     build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU build"
-    checks = [Check("torch", True, f"{torch.__version__} ({build})", required=True)]
+    checks = [Check("torch", True, f"{version} ({build})", required=True)]
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability(0)
         checks.append(Check("gpu", True, f"{torch.cuda.get_device_name(0)} (sm{major}{minor}), "
                             f"{torch.cuda.device_count()} visible"))
     else:
-        checks.append(Check("gpu", False, "no CUDA GPU visible to torch",
-                            "runs use the cpu delivery (Triton interpreter, correctness only); "
-                            "for timings use a GPU machine or FK_DELIVERY=ssh"))
+        checks.append(Check("gpu", False, "no CUDA GPU visible to torch", NO_GPU_FIX))
     return checks
 
 
+NO_GPU_FIX = ("runs use the cpu delivery (Triton interpreter, correctness only); for timings use "
+              "a GPU machine or FK_DELIVERY=ssh")
+
+
 def _triton() -> Check:
-    try:
-        import triton
-    except ImportError:
+    version = installed("triton")
+    if version is None:
         return Check("triton", False, "not installed", "pip install triton", required=True)
-    return Check("triton", True, triton.__version__, required=True)
+    return Check("triton", True, version, required=True)
 
 
 def _tools() -> list[Check]:
@@ -83,17 +101,30 @@ def _agents(settings: Settings) -> list[Check]:
     version = _tool_version([claude, "--version"]) if claude else None
     checks = [Check("claude CLI", bool(version), f"{version} ({claude})" if version else "not found",
                     "" if version else "pip install 'forgekernel[llm]' (bundles it) or set FK_CLAUDE_BIN")]
+    if version:
+        checks.append(_claude_login(settings))
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         present = settings.secrets_present.get(key, False)
         checks.append(Check(key, present, "set (value not shown)" if present else "not set",
                             "" if present else "export it or put it in local.env"))
-    for sdk in ("anthropic", "openai"):
-        try:
-            mod = __import__(sdk)
-            checks.append(Check(f"{sdk} SDK", True, getattr(mod, "__version__", "installed")))
-        except ImportError:
-            checks.append(Check(f"{sdk} SDK", False, "not installed", "pip install 'forgekernel[llm]'"))
+    for sdk in ("anthropic", "openai"):  # versions from metadata: importing them takes seconds
+        version = installed(sdk)
+        checks.append(Check(f"{sdk} SDK", bool(version), version or "not installed",
+                            "" if version else "pip install 'forgekernel[llm]'"))
     return checks
+
+
+def _claude_login(settings: Settings) -> Check:
+    """The CLI's own `claude auth status` (local; what `--agent claude-code` checks first)."""
+    from forgekernel.agents import claude_code
+    from forgekernel.agents.base import AgentError
+
+    try:
+        how = claude_code.check_login(settings, probe=False)
+    except AgentError as exc:
+        return Check("claude login", False, "not logged in", claude_code.LOGIN_FIX if
+                     "not logged in" in str(exc) else str(exc))
+    return Check("claude login", True, how)
 
 
 def _delivery(settings: Settings) -> list[Check]:

@@ -48,7 +48,7 @@ def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
                   hasher or rundir.content_hash, confirm_judge, check_command)
     rd = rundir.open(run_dir)
     with _locked(rd):
-        s = Steps(rd, seams, Limits.from_config(rd.config(), **(limits or {})),
+        s = Steps(rd, seams, Limits.from_config(rd.config, rd.target, **(limits or {})),
                   progress or (lambda ev: None))
         s.resume(settings)
         while True:
@@ -75,7 +75,11 @@ def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
 @contextlib.contextmanager
 def _locked(rd: rundir.RunDir) -> Iterator[None]:
     """One `forge run` per run dir; the lock dies with its process (even on SIGKILL)."""
-    fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise EngineError(f"{rd.root}: cannot take the run dir's lock ({exc.strerror or exc}); "
+                          "`forge run` needs to write the run dir") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -88,8 +92,7 @@ def _locked(rd: rundir.RunDir) -> Iterator[None]:
 
 def load_state(rd: rundir.RunDir) -> RunState:
     """The run's state from its ledger, read-only (a torn last line is ignored)."""
-    cfg = rd.config()
-    return replay(Ledger(rd.ledger).events(), int(cfg.get("engine", {}).get("max_retries", 3)))
+    return replay(Ledger(rd.ledger).events(), rd.config.engine.max_retries, str(rd.ledger))
 
 
 __all__ = ["EngineError", "Judge", "Limits", "Prescriber", "Profiler", "ProgressEvent",

@@ -35,8 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from forgekernel import engine, evolve_carry, evolve_lineage, evolve_ref, report, rundir
 from forgekernel.config import Settings
 from forgekernel.evolve_chain import (
@@ -200,15 +198,15 @@ def _prepare(chain: Chain, k: int, data: dict[str, Any], parts: Parts, opts: Cha
                                                  "architect": opts.architect, "model": opts.model or None})
     rundir.create(chain.task_dir, settings, tmp)
     rd = rundir.RunDir(tmp)
-    cfg = rd.config()
+    cfg = rd.config.data()
     if opts.max_iterations is not None:
         cfg["budget"]["iterations"] = opts.max_iterations
-    minutes = opts.max_minutes if opts.max_minutes is not None else cfg["budget"]["minutes"]
+    minutes = opts.max_minutes if opts.max_minutes is not None else rd.config.budget.minutes
     if opts.chain_minutes is not None:
         minutes = max(0.01, min(minutes, opts.chain_minutes - _minutes_used(chain, k)))
     cfg["budget"]["minutes"] = minutes
     cfg["evolve"] = {"chain": "..", "generation": k}
-    rundir.atomic_write(rd.run_toml, tomli_w.dumps(cfg))
+    rd = rundir.write_config(rd, cfg)
     if k > 0:
         prev = data["generations"][-1]
         evolve_ref.verify(chain.sealed(k - 1), prev["best_hash"], parts.hasher)

@@ -26,9 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from forgekernel import rundir
+from forgekernel import candidate, rundir
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec, Verdict
 
@@ -48,8 +46,8 @@ def verify(path: Path, expected: str, hasher: Hasher = rundir.content_hash) -> N
     """Raise SealError unless the kernel files at ``path`` hash to ``expected``."""
     if not (path / "kernel.py").is_file():
         raise SealError(f"{path}: the sealed kernel is missing (expected hash {expected})")
-    got = hasher(path)
-    if got != expected:
+    if not candidate.matches(path, expected, hasher):
+        got = hasher(path)
         raise SealError(f"{path}: the sealed kernel's files hash to {got}, not the recorded "
                         f"{expected}; it was modified after sealing")
 
@@ -66,7 +64,7 @@ def seal(src: Path, dest: Path, expected: str, hasher: Hasher = rundir.content_h
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     rundir.copy_files(src, tmp)
-    for rel in rundir.candidate_files(tmp):
+    for rel in candidate.all_files(tmp):
         fd = os.open(tmp / rel, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -82,15 +80,15 @@ def seal(src: Path, dest: Path, expected: str, hasher: Hasher = rundir.content_h
 def set_reference(run_dir: Path, sealed: Path, digest: str, generation: int) -> None:
     """Record ``sealed`` (hash ``digest``, from ``generation``) as the run's performance reference."""
     rd = rundir.RunDir(Path(run_dir))
-    cfg = rd.config()
+    cfg = rd.config.data()
     cfg[TABLE] = {"dir": os.path.relpath(Path(sealed).resolve(), rd.root.resolve()),
                   "hash": digest, "generation": generation}
-    rundir.atomic_write(rd.run_toml, tomli_w.dumps(cfg))
+    rundir.write_config(rd, cfg)
 
 
 def reference_of(rd: rundir.RunDir) -> tuple[Path, str] | None:
     """(sealed dir, hash) of the run's performance reference, or None for the task's own."""
-    table = rd.config().get(TABLE)
+    table = rd.config.raw.get(TABLE)
     if not table:
         return None
     if not isinstance(table, dict) or not isinstance(table.get("dir"), str) \

@@ -126,18 +126,24 @@ def parse_line(text: str) -> Event:
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     kind = obj.get("kind")
-    if kind is None:
-        return Attempt.model_validate(obj)
-    if kind not in _KINDS:
-        raise ValueError(f"unknown kind '{kind}'")
-    return _KINDS[kind].model_validate(obj)
+    if kind is not None and (not isinstance(kind, str) or kind not in _KINDS):
+        raise ValueError(f"unknown kind {kind!r}")
+    event = Attempt.model_validate(obj) if kind is None else _KINDS[kind].model_validate(obj)
+    datetime.fromisoformat(event.time)  # ValueError: a damaged timestamp
+    return event
+
+
+def _blank(raw: bytes) -> bool:
+    """A line of NUL bytes or whitespace: what a crash can leave where a write never landed."""
+    return not raw.strip(b"\0 \t\r")
 
 
 def read(path: Path) -> tuple[list[Event], int]:
     """All events, and how many bytes at the end are a torn (unfinished) last line.
 
-    Only the last line may be torn (no newline yet, or not parseable); a bad line anywhere
-    else is a LedgerError.
+    Only the last line may be torn: unfinished (no newline yet), or NUL bytes a crash left.
+    Any other line that does not parse, the last one included, is a LedgerError: a complete
+    line was written whole, so damage there is not an interruption and is never dropped.
     """
     if not path.exists():
         return [], 0
@@ -148,14 +154,19 @@ def read(path: Path) -> tuple[list[Event], int]:
         try:
             events.append(parse_line(raw.decode()))
         except (ValueError, UnicodeDecodeError, ValidationError) as exc:
-            if n == len(complete) and not tail:
+            if n == len(complete) and not tail and _blank(raw):
                 return events, len(raw) + 1
-            raise LedgerError(f"{path}: line {n} is damaged ({_one_line(exc)}); "
-                              "only a torn last line can be repaired") from None
+            raise LedgerError(f"{path}: line {n} is damaged ({_one_line(exc)}); only a torn "
+                              "last line is repaired: restore the file, or cut the ledger before "
+                              f"line {n} to resume from there") from None
     return events, len(tail)
 
 
 def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}" if where else first["msg"]
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 

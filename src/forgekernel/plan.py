@@ -36,8 +36,34 @@ def workload_costs(task: TaskSpec, module: Any) -> list[dict[str, Any]]:
     return rows
 
 
+SMOKE_LIMIT_BYTES = 64 * 1024 * 1024
+"""Tensor bytes above which a smoke workload is too large for the Triton CPU interpreter."""
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def smoke_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per smoke workload whose tensors are too large for the CPU interpreter."""
+    out = []
+    for w in rows:
+        if w["smoke"] and w["bytes"] > SMOKE_LIMIT_BYTES:
+            axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
+            out.append(f"smoke workload {axes} moves {human_bytes(w['bytes'])} of tensors: the CPU "
+                       f"interpreter runs every smoke workload (`forge check` too) and will not "
+                       f"finish; keep smoke workloads under {human_bytes(SMOKE_LIMIT_BYTES)}")
+    return out
+
+
 def ceilings_for_task(task: TaskSpec):
-    """Certified knowledge-base ceilings for the task's arch when there are any, else H200.md."""
+    """Certified knowledge-base ceilings for the task's arch when there are any, else the H200
+    baseline (profile.roofline.H200_SHARED)."""
     from forgekernel.profile import roofline
 
     arch = "sm90" if task.arch == "any" else task.arch
@@ -83,12 +109,16 @@ def agent_missing(name: str, settings: Settings) -> list[str]:
 
 
 def _bundled_claude() -> str | None:
-    try:
-        import claude_agent_sdk  # noqa: F401
-    except ImportError:
-        return None
-    base = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-    return str(base) if base.exists() else None
+    """The claude CLI bundled in the claude-agent-sdk wheel (found, not imported: importing
+    the SDK takes seconds)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        bundled = Path(root) / "_bundled" / "claude"
+        if bundled.is_file():
+            return str(bundled)
+    return None
 
 
 def curriculum_outline(task: TaskSpec, coder: str, settings: Settings,
@@ -132,13 +162,15 @@ def build_plan(task: TaskSpec, settings: Settings, delivery: tuple[str, str]) ->
     """The whole dry-run plan as a JSON-able dict."""
     module = check_reference_module(task)
     agents = agent_choice(settings)
+    workloads = workload_costs(task, module)
     return {
         "task": {"name": task.name, "description": task.description, "family": task.family,
                  "arch": task.arch, "language": task.language, "format": task.format,
                  "root": task.root, "axes": list(task.axes),
                  "inputs": {k: {"dtype": v.dtype, "shape": list(v.shape)} for k, v in task.inputs.items()},
                  "policy_forbid": list(task.policy.forbid)},
-        "workloads": workload_costs(task, module),
+        "workloads": workloads,
+        "warnings": smoke_warnings(workloads),
         "delivery": {"name": delivery[0], "why": delivery[1],
                      "timing": "cpu-interpret" if delivery[0] == "cpu" else "device"},
         "agent": agents,

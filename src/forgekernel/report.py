@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import rundir
+from forgekernel import explain, rundir
 from forgekernel.records import Attempt, Verdict
 from forgekernel.runstate import DUPLICATE, RunState, replay
 
@@ -97,8 +97,10 @@ ABOVE_CEILING = ("%SOL above 100: the device beat the certified ceiling the floo
 def milestone_lines(state: RunState) -> list[str]:
     timeline: list[tuple[str, str]] = []
     for p in state.plans:
+        closing = (" -- it only closes what was exhausted, so it is not counted as a re-plan"
+                   if p.version in state.closing_only else "")
         timeline.append((p.time, f"- after attempt #{p.after_seq}: curriculum v{p.version} ({p.reason})"
-                         + (f" -- {p.notes}" if p.notes and p.notes != p.reason else "")))
+                         + (f" -- {p.notes}" if p.notes and p.notes != p.reason else "") + closing))
     for g in state.gates:
         timeline.append((g.time, f"- after attempt #{g.after_seq}: gate {g.milestone} passed with "
                          f"{g.candidate}: " + "; ".join(f"{x['line']} {x['state']}" for x in g.lines)))
@@ -111,61 +113,86 @@ def milestone_lines(state: RunState) -> list[str]:
     verdict = state.best.verdict if state.best else None
     out += ["", f"Curriculum v{cur.version} at the end:", ""]
     for m in cur.milestones:
-        frozen = ", frozen" if m.frozen else ""
-        out.append(f"- **{m.id}** {m.title} ({m.kind}, {m.status}{frozen}): "
+        out.append(f"- **{m.id}** {m.title} ({explain.milestone_label(state, m)}): "
                    + ", ".join(f"{r.id} {r.status}" for r in m.rows))
         for line in C.evaluate_gate(m, verdict).lines:
             out.append(f"  - gate `{line.line}`: {line.state}" + (f" ({line.detail})" if line.detail else ""))
     return out
 
 
-def attempt_lines(state: RunState) -> list[str]:
+KEPT = ("A correct candidate is accepted (committed in the workspace, tag c<seq>); it becomes the "
+        "new best only when its speedup beats the best's by more than the noise floor: the "
+        "verdict's own (the spread of the reference timed against itself), else run.toml's "
+        "[engine] noise_floor ({noise:.0%}).")
+
+
+def attempt_lines(state: RunState, default_noise: float = 0.02) -> list[str]:
     counts = Counter(status_of(a) for a in state.attempts.values())
     out = ["By status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), ""]
     walls = sorted(a.verdict.wall_s for a in state.attempts.values() if a.verdict and a.verdict.wall_s)
     if walls:
         out += [f"Judge time per verdict: median {statistics.median(walls):.1f} s, "
                 f"range {walls[0]:.1f}-{walls[-1]:.1f} s over {len(walls)} verdict(s).", ""]
-    out += ["| # | row | status | speedup | accepted | best | candidate | summary / error |",
-           "|---|---|---|---|---|---|---|---|"]
+    kept = explain.decisions(state, default_noise)
+    out += [KEPT.format(noise=default_noise), "",
+            "| # | row | status | speedup | noise floor | kept as | candidate | summary / error |",
+            "|---|---|---|---|---|---|---|---|"]
     for q, a in sorted(state.attempts.items()):
         started = state.started.get(q)
         text = (a.error or (started.summary if started else "")).splitlines()
         note = (text[0] if text else "")[:120].replace("|", "/")
+        noise = a.verdict.noise_floor if a.verdict else None
+        d = kept.get(q)
         out.append(f"| {q} | {a.row} | {status_of(a)} | {_fmt(a.verdict.speedup if a.verdict else None, '.3g')} "
-                   f"| {'yes' if a.accepted else ''} | {'yes' if a.best else ''} | {a.candidate or '-'} | {note} |")
+                   f"| {_fmt(noise, '.1%')} | {d.text if d else ''} | {a.candidate or '-'} | {note} |")
     return out
 
 
 def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
-    cfg = rd.config()
-    target = float(cfg.get("target", {}).get("speedup", 1.2))
+    cfg, target = rd.config, rd.target
     end = state.ends[-1] if state.ends else None
     verdict, source = best_verdict(state)
     ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
     session = state.sessions[-1] if state.sessions else None
     met = bool(end and end.target_met)
-    lines = [f"# forge run: {cfg.get('task', '?')}", "", summary_line(state), ""]
+    lines = [f"# forge run: {cfg.task or rd.task().name}", "", summary_line(state), ""]
     if verdict is not None:
         lines.append(f"Verdict shown: {source} by {verdict.judge or 'an unnamed judge'}; "
                      f"{len(timed(verdict))} timed workload(s), timings labelled `{timing_label(verdict)}`.")
     lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
               f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
+              *[f"Next: {line}." for line in next_steps(rd, state)], "",
               *_bound_lines(ref, target),
               f"- run dir: `{rd.root}`",
-              f"- delivery: {session.delivery if session else cfg.get('delivery')}; agent: "
-              f"{session.agent if session else cfg.get('agent')}; architect: "
-              f"{session.architect if session else cfg.get('architect')}",
-              f"- attempts: {state.iterations}; re-plans: {state.replans}; wall minutes: "
+              f"- delivery: {session.delivery if session else cfg.delivery}; agent: "
+              f"{session.agent if session else cfg.agent}; architect: "
+              f"{session.architect if session else cfg.architect}",
+              f"- attempts: {state.iterations}; re-plans: {_replans(state)}; wall minutes: "
               f"{state.minutes():.1f}; agent dollars: {state.dollars():.2f}", "",
               "## Workloads", "", *workload_table(verdict, ref.get("floors", [])), "",
-              "## Milestones", "", *milestone_lines(state), "", "## Attempts", "", *attempt_lines(state),
+              "## Milestones", "", *milestone_lines(state), "", "## Attempts", "",
+              *attempt_lines(state, cfg.engine.noise_floor),
               "", "## Plots", ""]
     lines += [f"![{name}]({path})" if path else name for name, path in plots.items()] \
         or ["No plot (nothing was timed)."]
     lines += ["", "## Files", "", "- `best/kernel.py`, `best/verdict.json`" if state.best else
               "- no best kernel", "- `ledger.jsonl` (every attempt), `curriculum.v*.toml` (every plan)", ""]
     return "\n".join(lines)
+
+
+def next_steps(rd: rundir.RunDir, state: RunState) -> list[str]:
+    """What to do next, one line per way the run ended (see forgekernel.explain)."""
+    verdict, _ = best_verdict(state)
+    session = state.sessions[-1] if state.sessions else None
+    cpu = timing_label(verdict) == "cpu-interpret" if verdict is not None else bool(
+        session and session.delivery == "cpu")
+    return explain.next_steps(state, rd.root, rd.task_dir, rd.best_kernel, cpu)
+
+
+def _replans(state: RunState) -> str:
+    closing = len(state.closing_only)
+    return f"{state.replans}" + (f" (and {closing} that only closed exhausted work, not counted)"
+                                 if closing else "")
 
 
 def _bound_lines(ref: dict[str, Any], target: float) -> list[str]:
@@ -181,10 +208,10 @@ def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
     from forgekernel.plots import write_plots
 
     if state is None:
-        state = replay(ledger.read(rd.ledger)[0])
+        state = replay(ledger.read(rd.ledger)[0], rd.config.engine.max_retries, str(rd.ledger))
     verdict, _ = best_verdict(state)
     ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
-    target = float(rd.config().get("target", {}).get("speedup", 1.2))
+    target = rd.target
     try:
         plots = {k: f"plots/{Path(v).name}" for k, v in
                  write_plots(rd.plots, state, verdict, ref.get("floors", []), target).items()}

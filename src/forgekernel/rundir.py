@@ -16,20 +16,19 @@ Layout (``.artifacts/<task>_<stamp>/``)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-import tomllib
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
-from forgekernel import __version__
+from forgekernel import __version__, candidate, runconfig
 from forgekernel.config import Settings
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec
@@ -38,7 +37,7 @@ from forgekernel.task import load_task
 IGNORED = ("__pycache__", "*.pyc", ".pytest_cache")
 """Patterns git ignores in the workspace (dotfiles and caches are never part of a candidate)."""
 
-ENGINE_DEFAULTS = {"max_retries": 3, "stall_after": 6, "max_replans": 4, "noise_floor": 0.02}
+ENGINE_DEFAULTS = runconfig.ENGINE_DEFAULTS
 """Engine knobs written into run.toml's [engine] table."""
 
 
@@ -113,18 +112,24 @@ class RunDir:
     def lock(self) -> Path:
         return self.root / ".lock"
 
-    def config(self) -> dict[str, Any]:
-        """run.toml as a dict."""
-        return tomllib.loads(self.run_toml.read_text())
+    @cached_property
+    def config(self) -> runconfig.RunConfig:
+        """run.toml, read and checked once (a damaged file is a one-line RunConfigError)."""
+        return runconfig.load(self.run_toml)
 
     def task(self) -> TaskSpec:
         """The task snapshot (the reference is imported by the judge, not here), with the
         run's own target speedup (run.toml, which `forge run --target` sets)."""
         task = load_task(self.task_dir, check_reference=False)
-        speedup = self.config().get("target", {}).get("speedup")
+        speedup = self.config.target
         if speedup is not None and speedup != task.target.speedup:
-            task = task.model_copy(update={"target": task.target.model_copy(update={"speedup": float(speedup)})})
+            task = task.model_copy(update={"target": task.target.model_copy(update={"speedup": speedup})})
         return task
+
+    @property
+    def target(self) -> float:
+        """The run's target speedup: run.toml's [target], else the task's."""
+        return self.task().target.speedup
 
 
 def open(run_dir: str | Path) -> RunDir:  # noqa: A001 - the module is used as rundir.open
@@ -133,7 +138,30 @@ def open(run_dir: str | Path) -> RunDir:  # noqa: A001 - the module is used as r
     if not (root / "run.toml").is_file() or not (root / "task" / "task.toml").is_file():
         raise RunDirError(f"{run_dir}: not a run directory (no run.toml and task/); "
                           "create one with `forge new TASK_DIR`")
-    return RunDir(root)
+    rd = RunDir(root)
+    rd.config  # noqa: B018 - read and checked once, here
+    return rd
+
+
+def write_config(rd: RunDir, data: dict[str, Any]) -> RunDir:
+    """Check ``data`` as run.toml would be read, write it atomically, and reopen the run dir."""
+    text = tomli_w.dumps(data)
+    runconfig.parse(rd.run_toml, text)
+    atomic_write(rd.run_toml, text)
+    return open(rd.root)
+
+
+def require_writable(rd: RunDir) -> None:
+    """A one-line error unless `forge run` can write the run dir (its lock, records, files)."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".write-probe-", dir=rd.root)
+        os.close(fd)
+        os.unlink(probe)
+        os.close(os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError as exc:
+        raise RunDirError(f"{rd.root}: the run dir is not writable ({exc.strerror or exc}); "
+                          "`forge run` records every attempt there: make it writable, or copy it "
+                          "(cp -r) and run the copy; `forge status` reads it as it is") from None
 
 
 def is_run_dir(path: Path) -> bool:
@@ -152,15 +180,20 @@ def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path
     root = Path(out) if out is not None else _fresh_dir(Path(settings.artifacts), task.name)
     if root.exists() and any(root.iterdir()):
         raise RunDirError(f"{root}: already exists and is not empty")
+    made = not root.exists()
     try:
         root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
+        rd = RunDir(root.resolve())
+        shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
+        atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
+        rd.candidates.mkdir()
+        workspace.Workspace(rd.workspace).init({"kernel.py": stub_kernel(task)})
+    except (OSError, ForgeError) as exc:
+        if made:  # no half-made run dir is left behind
+            shutil.rmtree(root, ignore_errors=True)
+        if isinstance(exc, ForgeError):
+            raise
         raise RunDirError(f"{root}: cannot create the run dir: {exc.strerror or exc}") from None
-    rd = RunDir(root.resolve())
-    shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
-    atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
-    rd.candidates.mkdir()
-    workspace.Workspace(rd.workspace).init({"kernel.py": stub_kernel(task)})
     return rd.root
 
 
@@ -227,38 +260,10 @@ def stub_kernel(task: TaskSpec) -> str:
 
 # ---------------------------------------------------------------- files
 
-
-def candidate_files(root: Path) -> list[Path]:
-    """Relative paths of a candidate's files, sorted: no dotfiles or dot dirs (``.git``),
-    no ``__pycache__``, no symlinks (the judge's definition of a candidate)."""
-    out = []
-    for path in Path(root).rglob("*"):
-        rel = path.relative_to(root)
-        if any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
-            continue
-        if path.is_file() and not path.is_symlink():
-            out.append(rel)
-    return sorted(out, key=lambda p: p.as_posix())
-
-
-def content_hash(root: Path) -> str:
-    """A candidate's identity: 16 hex of sha256 over each file's path and sha256.
-
-    The same definition as ``forgekernel.judge.candidate.candidate_hash`` (a test holds
-    them equal), so ledger ids and verdict ids agree.
-    """
-    h = hashlib.sha256()
-    for rel in candidate_files(root):
-        h.update(rel.as_posix().encode() + b"\0")
-        h.update(hashlib.sha256((Path(root) / rel).read_bytes()).digest())
-    return h.hexdigest()[:16]
-
-
-def copy_files(src: Path, dst: Path) -> None:
-    """Copy a candidate's files from ``src`` into ``dst`` (created)."""
-    for rel in candidate_files(src):
-        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / rel, dst / rel)
+content_hash = candidate.source_hash
+"""A candidate's identity (:func:`forgekernel.candidate.source_hash`, the judge's too)."""
+candidate_files = candidate.source_files
+copy_files = candidate.copy_files
 
 
 def store_candidate(rd: RunDir, cid: str, src: Path, info: dict[str, Any]) -> Path:
@@ -293,7 +298,7 @@ def clean_partial(rd: RunDir) -> None:
 
 
 def _fsync_tree(root: Path) -> None:
-    for rel in candidate_files(root):
+    for rel in candidate.all_files(root):
         fd = os.open(root / rel, os.O_RDONLY)
         try:
             os.fsync(fd)

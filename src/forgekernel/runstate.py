@@ -7,22 +7,26 @@ the same state from the same lines.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from forgekernel import curriculum as cur_mod
+from forgekernel.errors import ForgeError
 from forgekernel.ledger import (
     ConfirmEvent,
     EndEvent,
     Event,
     GateEvent,
+    LedgerError,
     PlanEvent,
     RowEvent,
     SessionEvent,
     StartedEvent,
 )
 from forgekernel.records import Attempt, Curriculum
+from forgekernel.runconfig import EngineKnobs, RunConfig
 
 AGENT_ERROR = "agent error: "
 DUPLICATE = "duplicate of attempt "
@@ -36,24 +40,22 @@ class Limits:
     minutes: float
     dollars: float
     target: float
-    max_retries: int = 3
+    max_retries: int
     """Failed attempts on one row before it is closed."""
-    stall_after: int = 6
+    stall_after: int
     """Attempts without a new best before the architect re-plans."""
-    max_replans: int = 4
-    noise_floor: float = 0.02
+    max_replans: int
+    noise_floor: float
     """Relative gain a new best needs when the verdict carries no noise floor."""
-    batch: int = 1
+    batch: int
     """Candidates the coder proposes per row before they are judged together."""
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any], **overrides: Any) -> Limits:
-        budget, eng = cfg.get("budget", {}), cfg.get("engine", {})
-        values = {"iterations": budget.get("iterations", 40), "minutes": budget.get("minutes", 90.0),
-                  "dollars": budget.get("dollars", 20.0), "batch": budget.get("batch", 1),
-                  "target": cfg.get("target", {}).get("speedup", 1.2),
-                  **{k: eng[k] for k in ("max_retries", "stall_after", "max_replans", "noise_floor")
-                     if k in eng}}
+    def from_config(cls, cfg: RunConfig, run_target: float, **overrides: Any) -> Limits:
+        """run.toml's [budget] and [engine] (defaults applied when it was read), the run's
+        target speedup, then ``overrides`` (None values ignored; ``target`` among them)."""
+        values = {**dataclasses.asdict(cfg.budget), **dataclasses.asdict(cfg.engine),
+                  "target": run_target}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -68,7 +70,7 @@ class RowCount:
 class RunState:
     """Everything the engine, `forge status` and the report need, from the ledger."""
 
-    max_retries: int = 3
+    max_retries: int = EngineKnobs.max_retries
     attempts: dict[int, Attempt] = field(default_factory=dict)
     started: dict[int, StartedEvent] = field(default_factory=dict)
     plans: list[PlanEvent] = field(default_factory=list)
@@ -78,6 +80,10 @@ class RunState:
     confirms: list[ConfirmEvent] = field(default_factory=list)
     ends: list[EndEvent] = field(default_factory=list)
     curriculum: Curriculum | None = None
+    marks: list[PlanEvent | GateEvent] = field(default_factory=list)
+    """Plans and gate passes in ledger order (what happened to the milestones)."""
+    closing_only: set[int] = field(default_factory=set)
+    """Versions that only closed what was open ("no change"): not counted as re-plans."""
     reopened: set[str] = field(default_factory=set)
     """Milestones the last plan reopened: only a best found after that plan can pass them."""
     best: Attempt | None = None
@@ -99,8 +105,12 @@ class RunState:
             self.started[ev.seq] = ev
         elif isinstance(ev, PlanEvent):
             passed = {m.id for m in self.curriculum.milestones if m.status == "passed"} if self.curriculum else set()
+            new = cur_mod.from_dict(ev.curriculum)
+            if self.curriculum is not None and not cur_mod.adds_work(self.curriculum, new):
+                self.closing_only.add(ev.version)
             self.plans.append(ev)
-            self.curriculum = cur_mod.from_dict(ev.curriculum)
+            self.marks.append(ev)
+            self.curriculum = new
             self.reopened = {m.id for m in self.curriculum.milestones if m.status == "open"} & passed
             self.counts = {}
         elif isinstance(ev, RowEvent):
@@ -108,6 +118,7 @@ class RunState:
             self._set_row(ev.row, ev.status)
         elif isinstance(ev, GateEvent):
             self.gates.append(ev)
+            self.marks.append(ev)
             if self.curriculum is not None:
                 self.curriculum = cur_mod.pass_milestone(self.curriculum, ev.milestone)
         elif isinstance(ev, ConfirmEvent):
@@ -186,7 +197,9 @@ class RunState:
 
     @property
     def replans(self) -> int:
-        return max(0, len(self.plans) - 1)
+        """Re-plans that planned something new (a version that only closed rows or
+        milestones does not use one up)."""
+        return max(0, len(self.plans) - 1 - len(self.closing_only))
 
     def judged(self, cid: str) -> int | None:
         """The seq of an attempt that already judged candidate ``cid``."""
@@ -218,9 +231,18 @@ class RunState:
         return text, len(failed)
 
 
-def replay(events: list[Event], max_retries: int = 3) -> RunState:
-    """Fold a ledger into its state."""
+def replay(events: list[Event], max_retries: int = EngineKnobs.max_retries,
+           where: str = "the ledger") -> RunState:
+    """Fold a ledger into its state; an event that cannot be applied (a plan that is not a
+    valid curriculum, a gate for a milestone that does not exist, ...) is one LedgerError
+    naming its line (events are the ledger's lines in order)."""
     state = RunState(max_retries=max_retries)
-    for ev in events:
-        state.apply(ev)
+    for n, ev in enumerate(events, 1):
+        try:
+            state.apply(ev)
+        except (ForgeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            kind = getattr(ev, "kind", "attempt")
+            text = " ".join(str(exc).split())[:200] or type(exc).__name__
+            raise LedgerError(f"{where}: line {n} ({kind}) does not fit the lines before it "
+                              f"({text}); restore the file, or cut it before line {n}") from None
     return state

@@ -29,10 +29,10 @@ def running(rd: rundir.RunDir) -> bool:
 
 def collect(rd: rundir.RunDir, last: int = 5) -> dict[str, Any]:
     """Everything `forge status` shows, as JSON-ready data."""
-    cfg = rd.config()
-    limits = Limits.from_config(cfg)
+    cfg = rd.config
+    limits = Limits.from_config(cfg, rd.target)
     events, torn = ledger.read(rd.ledger)
-    st = replay(events, limits.max_retries)
+    st = replay(events, limits.max_retries, str(rd.ledger))
     session = st.sessions[-1] if st.sessions else None
     verdict, source = best_verdict(st)
     ms, x, label = headline(verdict)
@@ -44,11 +44,11 @@ def collect(rd: rundir.RunDir, last: int = 5) -> dict[str, Any]:
     end = st.ends[-1] if st.ends and st.ends[-1].after_seq == st.last_seq else None
     state = "running" if running(rd) else ("stopped" if end else ("not started" if not events else "interrupted"))
     return {
-        "run_dir": str(rd.root), "task": cfg.get("task"), "state": state,
+        "run_dir": str(rd.root), "task": cfg.task or rd.task().name, "state": state,
         "stopped": end.reason if end else None, "target_met": end.target_met if end else None,
-        "delivery": session.delivery if session else cfg.get("delivery"),
-        "agent": session.agent if session else cfg.get("agent"),
-        "architect": session.architect if session else cfg.get("architect"),
+        "delivery": session.delivery if session else cfg.delivery,
+        "agent": session.agent if session else cfg.agent or "builtin",
+        "architect": session.architect if session else cfg.architect or cfg.agent or "builtin",
         "iterations": st.iterations, "pending": st.pending.seq if st.pending else None,
         "target": limits.target, "summary": summary_line(st),
         "best": None if st.best is None else {
@@ -83,8 +83,7 @@ def render(d: dict[str, Any]) -> list[str]:
         sol = f", min %SOL {b['sol_pct_min']:.1f}" if b["sol_pct_min"] is not None else ""
         lines.append(f"          attempt #{b['seq']}, {b['verdict']}{sol}; target {d['target']:g}x"
                      + ("" if d["target_met"] is None else f" ({'met' if d['target_met'] else 'not met'})"))
-    where = f"{d['milestone']} row {d['row']}" if d["row"] else (d["milestone"] or "none open")
-    lines.append(f"plan      curriculum v{d['curriculum_version']}, {d['replans']} re-plan(s); now at {where}")
+    lines.append(_plan_line(d))
     for g in d["gate"]:
         lines.append(f"  gate    [{g['state']:^7}] {g['line']}" + (f" ({g['detail']})" if g["detail"] else ""))
     for a in d["last"]:
@@ -92,3 +91,19 @@ def render(d: dict[str, Any]) -> list[str]:
         lines.append(f"  #{a['seq']:<4} {a['row']:<8} {a['status']}{x}{' BEST' if a['best'] else ''}"
                      + (f"  {a['error']}" if a["error"] else ""))
     return lines
+
+
+def _plan_line(d: dict[str, Any]) -> str:
+    if d["curriculum_version"] is None:
+        return "plan      not made yet: the architect plans when `forge run` starts"
+    if d["row"]:
+        where = f"now at {d['milestone']} row {d['row']}"
+    elif d["milestone"]:
+        where = f"now at {d['milestone']} (no open row left)"
+    else:
+        where = "every milestone closed"
+    return f"plan      curriculum v{d['curriculum_version']}, {_replans(d['replans'])}; {where}"
+
+
+def _replans(n: int) -> str:
+    return "no re-plan" if n == 0 else f"{n} re-plan{'s' if n > 1 else ''}"

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forgekernel import candidate, explain, exprs, rundir, views
 from forgekernel import curriculum as C
-from forgekernel import exprs, rundir, views
 from forgekernel.agents.base import (
     AgentError,
     ArchitectContext,
@@ -69,12 +69,12 @@ class Steps:
     def resume(self, settings: Settings | None) -> None:
         """Rebuild the state from the ledger and put the workspace back on the best."""
         torn = self.ledger.repair()
-        self.state = replay(self.ledger.events(), self.limits.max_retries)
+        self.state = replay(self.ledger.events(), self.limits.max_retries, str(self.rd.ledger))
         rundir.clean_partial(self.rd)
         best = self.state.best
         if best is not None:
-            self.ws.ensure_best(best.seq, best.candidate, self.rd.candidate_src(best.candidate),
-                                self.seams.hasher)
+            src = self._verified(best.candidate, f"the best (attempt #{best.seq})")
+            self.ws.ensure_best(best.seq, best.candidate, src, self.seams.hasher)
             rundir.install_best(self.rd, best.candidate, best.verdict)
         else:
             self.ws.recover()
@@ -246,7 +246,7 @@ class Steps:
 
     def _verified(self, cid: str, what: str) -> Path:
         src = self.rd.candidate_src(cid)
-        if not src.is_dir() or self.seams.hasher(src) != cid:
+        if not src.is_dir() or not candidate.matches(src, cid, self.seams.hasher):
             raise EngineError(f"{what}: the stored files of candidate {cid} do not match its "
                               "recorded hash; the run dir was modified")
         return src
@@ -254,7 +254,8 @@ class Steps:
     def _judge(self, cid: str, src: Path, judge=None, runner=None) -> Verdict:
         verdict = (judge or self.seams.judge)(self.task, src, runner or self.seams.runner)
         got = verdict.candidate
-        if got and not (got.startswith(cid) or cid.startswith(got)):
+        same = {cid, self.seams.hasher(src)}  # the second: an id recorded by the legacy hash
+        if got and not any(got.startswith(c) or c.startswith(got) for c in same):
             raise EngineError(f"the judge judged candidate {got}, not the recorded {cid}")
         return verdict
 
@@ -285,7 +286,9 @@ class Steps:
         """Record a verdict, accept or revert; ``contender``: it may become the best."""
         cid, seq = started.candidate, started.seq
         rundir.write_json(self.rd.candidate(cid) / "verdict.json", verdict.model_dump(mode="json"))
-        is_best = contender and verdict.passed and self._beats_best(verdict)
+        old = self.state.best.verdict if self.state.best else None
+        needed, noise = explain.threshold(old, verdict, self.limits.noise_floor)
+        is_best = contender and verdict.passed and explain.beats(old, verdict, self.limits.noise_floor)
         self.record(Attempt(seq=seq, time=now(), milestone=started.milestone, row=started.row,
                             candidate=cid, agent=started.agent, verdict=verdict,
                             accepted=verdict.passed, best=is_best))
@@ -296,21 +299,9 @@ class Steps:
         if is_best:
             rundir.install_best(self.rd, cid, verdict)
         x = f", {verdict.speedup:.3g}x" if verdict.speedup is not None else ""
-        tag = " NEW BEST" if is_best else (" accepted" if verdict.passed else "")
+        tag = explain.judged_note(verdict, is_best, needed if contender else None, noise)
         self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
                   status=verdict.status.value, speedup=verdict.speedup, best=is_best)
-
-    def _beats_best(self, v: Verdict) -> bool:
-        best = self.state.best
-        if best is None or best.verdict is None:
-            return True
-        old, new = best.verdict.speedup, v.speedup
-        if new is None:
-            return False
-        if old is None:
-            return True
-        noise = v.noise_floor if v.noise_floor is not None else self.limits.noise_floor
-        return new > old * (1 + noise)
 
     # -- gates
     def check_gate(self) -> None:

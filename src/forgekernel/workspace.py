@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from forgekernel.candidate import matches
 from forgekernel.config import child_env
 from forgekernel.errors import ForgeError
 from forgekernel.rundir import IGNORED, copy_files
@@ -93,10 +94,10 @@ class Workspace:
     def ensure_best(self, seq: int, cid: str, src: Path, hasher: Callable[[Path], str]) -> None:
         """Make ``best`` hold candidate ``cid`` (a kill may have come before the tag moved)."""
         self.recover()
-        if self.has("best") and hasher(self.root) == cid:
+        if self.has("best") and matches(self.root, cid, hasher):
             return
         self.accept(seq, cid, src, "recovered after an interruption", best=True)
-        if hasher(self.root) != cid:
+        if not matches(self.root, cid, hasher):
             raise WorkspaceError(f"workspace could not be restored to candidate {cid}")
 
     def log(self) -> list[str]:

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from forgekernel import rundir
 from forgekernel.agents.scripted import ScriptedArchitect, ScriptedCoder, load_script
 from forgekernel.config import Settings
@@ -26,9 +24,10 @@ def new_run(tmp: Path, name: str = "run", target: float = 1000.0) -> Path:
     noise lands.
     """
     root = rundir.create(REPO / "tasks" / "rmsnorm", Settings(delivery="cpu", agent="scripted"), tmp / name)
-    cfg = rundir.open(root).config()
+    rd = rundir.open(root)
+    cfg = rd.config.data()
     cfg["target"]["speedup"] = target
-    rundir.atomic_write(root / "run.toml", tomli_w.dumps(cfg))
+    rundir.write_config(rd, cfg)
     return root
 
 

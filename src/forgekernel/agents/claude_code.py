@@ -17,9 +17,11 @@ The CLI is ``Settings.claude_bin``, else ``claude`` on PATH, else the one bundle
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shlex
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -243,6 +245,45 @@ def _sum(costs: list[AgentCost]) -> AgentCost:
         "dollars": sum(c.dollars for c in costs), "turns": sum(c.turns for c in costs),
         "input_tokens": sum(c.input_tokens for c in costs),
         "output_tokens": sum(c.output_tokens for c in costs), "session": costs[-1].session})
+
+
+LOGIN_FIX = "log in with `claude` (then /login), or set ANTHROPIC_API_KEY"
+
+
+def check_login(settings: Any, probe: bool = True, **kw: Any) -> str:
+    """Whether the CLI can call the model, before a run dir exists: the CLI's own
+    ``claude auth status`` (local, well under a second); a CLI too old for it gets one
+    one-turn call instead (``probe``). Returns how it is logged in; AgentError (one line)
+    when it is not."""
+    cli = _Cli(settings, dict(kw))
+    try:
+        proc = subprocess.run([str(cli.binary), "auth", "status", "--json"], capture_output=True,
+                              text=True, timeout=60, env=cli.env, stdin=subprocess.DEVNULL)
+        status = json.loads(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        status = None
+    if isinstance(status, dict) and "loggedIn" in status:
+        if not status["loggedIn"]:
+            raise AgentError(f"--agent {NAME}: the claude CLI is not logged in (`claude auth "
+                             f"status`: auth method {status.get('authMethod', 'none')}); {LOGIN_FIX}")
+        return str(status.get("authMethod") or "logged in")
+    return _probe_call(cli) if probe else "unknown: this CLI has no `claude auth status`"
+
+
+def _probe_call(cli: _Cli) -> str:
+    """One one-turn call with no tools: the cheapest request that proves the login."""
+    with tempfile.TemporaryDirectory(prefix="fk-login-") as tmp:
+        run = run_cli([str(cli.binary), "-p", "--output-format", "stream-json", "--verbose",
+                       "--max-turns", "1", "--tools", "", "--setting-sources", "",
+                       *(["--model", cli.model] if cli.model else [])],
+                      "Reply with the word OK.", Path(tmp), cli.env, 120.0)
+    if run.api_status in (401, 403) or (run.is_error and "login" in run.message().lower()):
+        raise AgentError(f"--agent {NAME}: the claude CLI is not logged in ({run.message()}); "
+                         f"{LOGIN_FIX}")
+    raise_if_fatal(run)
+    if run.timed_out:
+        raise AgentError(f"--agent {NAME}: the claude CLI did not answer within 120 s")
+    return "checked with one call"
 
 
 def make_coder(settings: Any, **kw: Any) -> ClaudeCodeCoder:

@@ -17,7 +17,7 @@ def evolve_cmd(
     agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
-    delivery: str = typer.Option(None, "--delivery", help="cpu, local or auto (default: FK_DELIVERY, else auto)."),
+    delivery: str = typer.Option(None, "--delivery", help="cpu, local, ssh, ray or auto (default: FK_DELIVERY, else auto)."),
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts per generation."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes per generation."),
     chain_minutes: float = typer.Option(None, "--chain-minutes", min=0.01, help="No new generation after this many minutes of runs."),
@@ -99,14 +99,10 @@ def _create(task_dir: Path, given: dict[str, Any]) -> Path:
 
 
 def _parts(opts: Any, settings: Any) -> Any:
-    from forgekernel import evolve
+    from forgekernel import evolve, preflight
     from forgekernel.cli.cmd_run import _backend, _check_command, _judge, _prescriber, _profiler
-    from forgekernel.delivery.base import make_runner
 
-    try:
-        runner = make_runner(opts.delivery, gpu=settings.gpu, settings=settings)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
+    runner, _ = preflight.runner(opts.delivery, settings, settings.gpu)  # a GPU where one is needed
     judge, hasher = _judge(opts.judge or None)
 
     def script_for(k: int) -> Path | None:

@@ -11,14 +11,6 @@ import typer
 from forgekernel.cli import app, fail
 
 
-def _human_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _time(ms: float) -> str:
     if ms < 1e-3:
         return f"{ms * 1e6:.1f} ns"
@@ -26,6 +18,8 @@ def _time(ms: float) -> str:
 
 
 def _print_workloads(workloads: list[dict]) -> None:
+    from forgekernel.plan import human_bytes
+
     first = workloads[0]
     typer.echo(f"workloads (floors from {first['ceilings']}; {first['peak']} peak "
                + (f"{first['peak_tflops']:g} TFLOP/s" if first["peak_tflops"] else "unknown")
@@ -34,8 +28,8 @@ def _print_workloads(workloads: list[dict]) -> None:
         axes = " ".join(f"{k}={v}" for k, v in w["axes"].items())
         flops = f"{w['flops']:.3g} flop" if w["flops"] is not None else "flops unknown"
         tag = " [smoke]" if w["smoke"] else ""
-        params = f", {_human_size(w['param_bytes'])} of it parameters" if w.get("param_bytes") else ""
-        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({_human_size(w['bytes'])}{params}), {flops}, "
+        params = f", {human_bytes(w['param_bytes'])} of it parameters" if w.get("param_bytes") else ""
+        typer.echo(f"  {axes:<28} bytes {w['bytes']:>13,} ({human_bytes(w['bytes'])}{params}), {flops}, "
                    f"floor {_time(w['floor_ms'])} ({w['bound']}-bound){tag}")
         if w.get("note"):
             typer.echo(f"    note: {w['note']}")
@@ -44,6 +38,7 @@ def _print_workloads(workloads: list[dict]) -> None:
 
 
 def _print_plan(plan: dict) -> None:
+
     t = plan["task"]
     typer.echo(f"task      {t['name']} ({t['family']}, {t['language']}, {t['arch']}, {t['format']})")
     if t["description"]:
@@ -53,6 +48,8 @@ def _print_plan(plan: dict) -> None:
     if t["policy_forbid"]:
         typer.echo("forbidden " + ", ".join(t["policy_forbid"]))
     _print_workloads(plan["workloads"])
+    for warning in plan.get("warnings", []):
+        typer.echo(f"warning   {warning}")
     d, a = plan["delivery"], plan["agent"]
     typer.echo(f"delivery  {d['name']} -- {d['why']}")
     typer.echo(f"agent     coder {a['coder']} -- {a['coder_why']}; architect {a['architect']}"
@@ -65,7 +62,7 @@ def _print_plan(plan: dict) -> None:
     cur = plan["curriculum"]
     typer.echo(f"curriculum ({cur['source']}):" if cur["milestones"] else f"curriculum: {cur.get('error', 'none')}")
     for m in cur["milestones"]:
-        rows = f", {m['rows']} rows" if m["rows"] is not None else ""
+        rows = f", {m['rows']} row{'s' if m['rows'] != 1 else ''}" if m["rows"] is not None else ""
         gate = f"; gate: {', '.join(m['gate'])}" if m["gate"] else ""
         typer.echo(f"  {m['id']:<7} {m['kind']:<12} {m['title']}{rows}{gate}")
     if plan["prescriptions"]:
@@ -92,38 +89,47 @@ def new(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
     out: Path = typer.Option(None, "--out", help="Run dir to create (default .artifacts/<task>_<stamp>)."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
-    delivery: str = typer.Option(None, "--delivery", help="auto, cpu or local (default FK_DELIVERY or auto)."),
+    delivery: str = typer.Option(None, "--delivery", help="auto, cpu, local, ssh or ray (default FK_DELIVERY, else auto); docs/delivery.md."),
     agent: str = typer.Option(None, "--agent", help="Coder backend (default FK_AGENT or builtin)."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends (default FK_MODEL)."),
 ) -> None:
     """Validate TASK and create a run dir (or, with --dry-run, show what a run would do)."""
+    from forgekernel import preflight
     from forgekernel.config import load_settings
-    from forgekernel.delivery.base import resolve_delivery
-    from forgekernel.plan import build_plan
+    from forgekernel.refplan import check_reference
+    from forgekernel.rundir import create
     from forgekernel.task import load_task
 
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
     with tempfile.TemporaryDirectory(prefix="forge-new-") as scratch:
         spec = load_task(_task_dir(task, Path(scratch)))
-        chosen = resolve_delivery(settings.delivery)
         if dry_run:
-            plan = build_plan(spec, settings, chosen)
-            if as_json:
-                typer.echo(json.dumps(plan, indent=2))
-            else:
-                _print_plan(plan)
-            if plan["agent"]["missing"]:
-                raise fail(f"agent '{plan['agent']['coder']}' cannot run here: missing "
-                           + "; ".join(plan["agent"]["missing"]))
-            return
-        from forgekernel.plan import agent_choice
-        from forgekernel.refplan import check_reference
-        from forgekernel.rundir import create
-
-        missing = agent_choice(settings)["missing"]
-        if missing:
-            raise fail(f"agent cannot run here: missing {'; '.join(missing)} (see forge doctor)")
-        check_reference(spec)
+            return _dry_run(spec, settings, as_json)
+        preflight.check_new(settings)  # agents, login, delivery: before anything is written
+        check_reference(spec)  # a misbehaving reference is one line, before anything is made
         run_dir = create(Path(spec.root), settings, out)
         typer.echo(str(run_dir))
+
+
+def _dry_run(spec, settings, as_json: bool) -> None:
+    from forgekernel import preflight
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.plan import build_plan
+
+    coder = settings.agent or "builtin"
+    preflight.check_names(coder, settings.architect or coder)
+    plan = build_plan(spec, settings, resolve_delivery(settings.delivery))
+    missing = plan["agent"]["missing"]
+    login = "" if missing else preflight.login_problem(settings, plan["agent"]["coder"],
+                                                         plan["agent"]["architect"])
+    plan["agent"]["login"] = login or None
+    if as_json:
+        typer.echo(json.dumps(plan, indent=2))
+    else:
+        _print_plan(plan)
+    if missing:
+        raise fail(f"agent '{plan['agent']['coder']}' cannot run here: missing " + "; ".join(missing))
+    if login:
+        raise fail(login)
+    preflight.runner(settings.delivery, settings, settings.gpu, connect=False)

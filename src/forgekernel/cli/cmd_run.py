@@ -24,7 +24,7 @@ def run_cmd(
     agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
-    delivery: str = typer.Option(None, "--delivery", help="cpu, local or auto (default: the run's, else FK_DELIVERY, else auto)."),
+    delivery: str = typer.Option(None, "--delivery", help="cpu, local, ssh, ray or auto (default: the run's, else FK_DELIVERY, else auto); docs/delivery.md."),
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts in the whole run."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes over all sessions."),
     max_dollars: float = typer.Option(None, "--max-dollars", min=0, help="Agent dollars over the run."),
@@ -42,132 +42,127 @@ def run_cmd(
     """
     from forgekernel import engine, rundir
     from forgekernel.config import load_settings
-    from forgekernel.report import summary_line
+    from forgekernel.report import next_steps, summary_line
 
     if ncu not in ("off", "auto", "on"):
         raise fail(f"--ncu {ncu!r}: use off, auto or on")
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
-    if not rundir.is_run_dir(target):  # a task dir: refuse missing agents or GPUs before creating anything
-        _preflight(settings, agent, architect, delivery, replay or script)
-    rd = rundir.open(_run_dir(target, settings, out))
-    cfg = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
-                            "batch": batch}, target_x)
-    if model is None and cfg.get("model"):
-        settings = settings.model_copy(update={"model": cfg["model"]})
-    seams = _seams(rd, cfg, settings, agent, architect, delivery, replay or script, judge_impl)
+    rd = _existing(target, out)
+    if rd is not None and model is None and rd.config.model:
+        settings = settings.model_copy(update={"model": rd.config.model})
+    parts = _prepare(settings, rd, agent, architect, delivery, replay or script)  # before any write
+    if rd is None:
+        rd = rundir.open(_create(target, settings, out))
+    rd = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
+                           "batch": batch}, target_x)
+    seams = _seams(rd, parts, judge_impl)
     seams["profiler"] = _profiler(ncu)
     with _Printer() as printer, resumable(f"forge run {rd.root}"):
         outcome = engine.run(rd.root, settings=settings, progress=printer, **seams)
+    state = engine.load_state(rd)
     typer.echo(f"report: {rd.report}")
-    typer.echo(summary_line(engine.load_state(rd)))
+    typer.echo(summary_line(state))
     typer.echo(f"target {outcome.target:g}x: {'met' if outcome.target_met else 'not met'} "
                f"({outcome.reason}); exit {outcome.exit_code}")
+    for line in next_steps(rd, state):
+        typer.echo(f"next: {line}")
     raise typer.Exit(outcome.exit_code)
 
 
-def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None) -> dict[str, Any]:
-    """Write budget (and target) flags into run.toml, so a resumed run keeps them; returns
-    the config."""
-    import tomli_w
-
+def _existing(target: Path, out: Path | None) -> Any:
+    """The run dir at ``target`` (run.toml checked, writable), or None for a task dir."""
     from forgekernel import rundir
 
-    cfg = rd.config()
+    if not rundir.is_run_dir(target):
+        if not (target / "task.toml").is_file():
+            raise fail(f"{target}: neither a run dir (run.toml) nor a task dir (task.toml)")
+        return None
+    if out is not None:
+        raise fail("--out is only for a task dir; the run dir already exists")
+    rd = rundir.open(target)
+    rundir.require_writable(rd)
+    return rd
+
+
+def _prepare(settings: Any, rd: Any, agent: str | None, architect: str | None,
+             delivery: str | None, script: Path | None) -> Any:
+    """The checked agents and runner: what run.toml says (or, for a new run, the settings)
+    unless a flag says otherwise. Nothing is written before this passes."""
+    from forgekernel import preflight
+
+    if rd is None:
+        wanted = preflight.Wanted(settings.agent, settings.architect, settings.delivery, settings.gpu)
+    else:
+        cfg = rd.config
+        wanted = preflight.Wanted(cfg.agent, cfg.architect, cfg.delivery, cfg.gpu)
+    return preflight.prepare(settings, wanted, agent=agent, architect=architect, delivery=delivery,
+                             script=script)
+
+
+def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None) -> Any:
+    """Write budget (and target) flags into run.toml, so a resumed run keeps them; returns
+    the run dir as reopened."""
+    from forgekernel import rundir
+
     given = {k: v for k, v in overrides.items() if v is not None}
+    if not given and target is None:
+        return rd
+    data = rd.config.data()
     if given:
-        cfg.setdefault("budget", {}).update(given)
+        data.setdefault("budget", {}).update(given)
     if target is not None:
-        cfg.setdefault("target", {})["speedup"] = target
-    if given or target is not None:
-        rundir.atomic_write(rd.run_toml, tomli_w.dumps(cfg))
-    return cfg
+        data.setdefault("target", {})["speedup"] = target
+    return rundir.write_config(rd, data)
 
 
-def _seams(rd: Any, cfg: dict, settings: Any, agent: str | None, architect: str | None,
-           delivery: str | None, script: Path | None, judge_impl: str | None) -> dict[str, Any]:
+def _seams(rd: Any, parts: Any, judge_impl: str | None) -> dict[str, Any]:
     """The concrete agents, runner, judge, profiler and knowledge base for this run."""
-    from forgekernel.delivery.base import make_runner, resolve_delivery
     from forgekernel.evolve_ref import for_run_dir
 
-    coder_name, arch_name = _agent_names(agent, architect, cfg, script is not None)
-    wanted = delivery or (cfg.get("delivery") if cfg.get("delivery") not in (None, "auto") else settings.delivery)
-    name, _why = resolve_delivery(wanted)
-    try:
-        runner = make_runner(name, gpu=cfg.get("gpu", settings.gpu), settings=settings)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-    coder = _backend(coder_name, "coder", settings, script)
-    arch = _backend(arch_name, "architect", settings, script)
     judge, hasher = _judge(judge_impl)
-    arch, judge = for_run_dir(rd, arch, judge, hasher)  # a `forge evolve` generation: its sealed reference
-    return {"coder": coder, "architect": arch, "judge": judge, "runner": runner, "hasher": hasher,
-            "profiler": _profiler(), "prescriber": _prescriber(), "check_command": _check_command(rd, name)}
+    arch, judge = for_run_dir(rd, parts.architect, judge, hasher)  # a `forge evolve` generation
+    return {"coder": parts.coder, "architect": arch, "judge": judge, "runner": parts.runner,
+            "hasher": hasher, "profiler": _profiler(), "prescriber": _prescriber(),
+            "check_command": _check_command(rd, parts.delivery)}
 
 
 def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
                script: Path | None) -> None:
-    """The checks `_seams` makes that need no run dir: agents (and a script) usable,
-    delivery usable. Building an agent or a runner connects to nothing."""
-    from forgekernel.delivery.base import make_runner, resolve_delivery
+    """Everything a new run needs, checked before anything is created (forge evolve)."""
+    from forgekernel import preflight
 
-    names = _agent_names(agent, architect, {"agent": settings.agent, "architect": settings.architect},
-                         script is not None)
-    for role, name in zip(("coder", "architect"), names, strict=True):
-        _backend(name, role, settings, script)
-    try:
-        make_runner(resolve_delivery(delivery or settings.delivery)[0], gpu=settings.gpu, settings=settings)
-    except ValueError as exc:
-        raise fail(str(exc)) from None
+    wanted = preflight.Wanted(settings.agent, settings.architect, settings.delivery, settings.gpu)
+    preflight.prepare(settings, wanted, agent=agent, architect=architect, delivery=delivery,
+                      script=script)
 
 
-def _run_dir(target: Path, settings: Any, out: Path | None) -> Path:
+def _create(target: Path, settings: Any, out: Path | None) -> Path:
     from forgekernel import rundir
+    from forgekernel.refplan import check_reference
+    from forgekernel.task import load_task
 
-    if rundir.is_run_dir(target):
-        if out is not None:
-            raise fail("--out is only for a task dir; the run dir already exists")
-        return target
-    if (target / "task.toml").is_file():
-        from forgekernel.refplan import check_reference
-        from forgekernel.task import load_task
-
-        check_reference(load_task(target))  # a misbehaving reference is one line, before anything is made
-        root = rundir.create(target, settings, out)
-        typer.echo(f"created run dir {root}")
-        return root
-    raise fail(f"{target}: neither a run dir (run.toml) nor a task dir (task.toml)")
+    check_reference(load_task(target))  # a misbehaving reference is one line, before anything is made
+    root = rundir.create(target, settings, out)
+    typer.echo(f"created run dir {root}")
+    return root
 
 
 def _agent_names(agent: str | None, architect: str | None, cfg: dict, scripted: bool) -> tuple[str, str]:
-    coder = agent or ("scripted" if scripted else cfg.get("agent") or "builtin")
-    if agent or scripted:
-        arch = architect or coder
-    else:
-        arch = architect or cfg.get("architect") or coder
-    if scripted and "scripted" not in (coder, arch):
-        raise fail("--script/--replay drive the scripted agent; drop --agent/--architect or use 'scripted'")
-    return coder, arch
+    from forgekernel import preflight
+
+    wanted = preflight.Wanted(cfg.get("agent"), cfg.get("architect"))
+    return preflight.agent_names(agent, architect, wanted, scripted)
 
 
 def _backend(name: str, role: str, settings: Any, script: Path | None):
-    from forgekernel.agents import backend_module
-    from forgekernel.plan import agent_missing
+    from forgekernel import preflight
 
-    missing = agent_missing(name, settings)
-    if missing:
-        raise fail(f"{role} agent '{name}' cannot run here: missing {'; '.join(missing)}")
-    try:
-        module = backend_module(name)
-    except ImportError as exc:
-        raise fail(f"{role} agent '{name}' is not available in this install ({exc})") from None
-    kw = {"script": script} if name == "scripted" else {}
-    make = module.make_coder if role == "coder" else module.make_architect
-    return make(settings, **kw)
+    return preflight.backend(name, role, settings, script)
 
 
 def _judge(impl: str | None):
-    """The judge callable and the candidate hasher that matches it."""
-    from forgekernel import rundir
+    """The judge callable and the candidate hasher (one definition: forgekernel.candidate)."""
+    from forgekernel.candidate import source_hash
 
     if impl:
         mod, _, attr = impl.partition(":")
@@ -175,13 +170,12 @@ def _judge(impl: str | None):
             fn = getattr(importlib.import_module(mod), attr or "judge")
         except (ImportError, AttributeError) as exc:
             raise fail(f"--judge {impl}: {exc}") from None
-        return fn, rundir.content_hash
+        return fn, source_hash
     try:
         from forgekernel.judge import judge as real_judge
-        from forgekernel.judge.candidate import candidate_hash
     except ImportError as exc:
         raise fail(f"the judge is not available in this install ({exc})") from None
-    return real_judge, candidate_hash
+    return real_judge, source_hash
 
 
 def _profiler(ncu: str = "off"):

@@ -112,8 +112,22 @@ def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> R
     raise ValueError(f"unknown delivery '{name}'; use cpu, local, ssh or ray")
 
 
+def cpu_only_torch() -> bool:
+    """True when the installed torch is a CPU-only build (its version ends in ``+cpu``): no
+    GPU can be visible to it, and nothing has to be imported to know that."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch").endswith("+cpu")
+    except metadata.PackageNotFoundError:
+        return False
+
+
 def cuda_device_name() -> str | None:
-    """Name of the first visible CUDA device in this process, or None (imports torch)."""
+    """Name of the first visible CUDA device in this process, or None (imports torch unless
+    the installed build is CPU-only)."""
+    if cpu_only_torch():
+        return None
     try:
         import torch
     except ImportError:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import __version__
+from forgekernel import candidate as cand
 from forgekernel.delivery.base import Job, JobResult, Runner
 from forgekernel.errors import ForgeError
-from forgekernel.judge import candidate as cand
 from forgekernel.judge import feedback, policy
 from forgekernel.judge.options import JudgeOptions
 from forgekernel.records import Status, TaskSpec, Verdict, WorkloadResult
@@ -43,7 +43,7 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
     with tempfile.TemporaryDirectory(prefix="forge-judge-") as tmp:
         root = Path(tmp)
         staged = cand.stage(candidate, root / "candidate")
-        digest = cand.candidate_hash(staged)
+        digest = cand.source_hash(staged)
         perf_dir = cand.stage(opts.perf_reference, root / "perf") if opts.perf_reference else None
         base = {"candidate": digest, "judge": JUDGE_NAME, "delivery": runner.name}
         early, checked = _static(task, staged, base)

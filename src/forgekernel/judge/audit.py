@@ -1,4 +1,4 @@
-"""Launch audit and roofline flag (JUDGE.md A7, C16, C17).
+"""Launch audit and roofline flag (docs/judge.md threat model A7, C16, C17).
 
 The launch audit runs one call of the candidate under
 :func:`forgekernel.profile.launches.capture_launches` and requires that

@@ -1,4 +1,4 @@
-"""Comparing outputs: calibrated tolerances and the value checks of JUDGE.md section B.
+"""Comparing outputs: calibrated tolerances and the value checks of section B of the threat model in docs/judge.md.
 
 The error of an output element is normalised: ``e = |c - r| / (|r| + s)`` where ``r`` is
 the float64 oracle, ``c`` the candidate's value and ``s = SCALE_FRACTION * rms(r)`` keeps
@@ -13,7 +13,7 @@ the tolerance is ``max(TOL_MULTIPLE * ref_err, DTYPE_FLOOR[dtype])`` (for float3
 (then ``s = atol / rtol``), or a fixed ``[judge] tolerance`` for the output's dtype
 (KernelBench's: ``s = 1``, the same test as ``torch.allclose(atol=t, rtol=t)``). Integer and bool outputs must match
 exactly. Under the Triton CPU interpreter, whose float32 -> bfloat16 conversion truncates
-instead of rounding to nearest (shared/H200.md), bfloat16 tolerances are multiplied by
+instead of rounding to nearest (tests/test_docs_sources.py shows it), bfloat16 tolerances are multiplied by
 ``INTERPRET_ALLOWANCE``; the GPU judge never uses that factor.
 """
 

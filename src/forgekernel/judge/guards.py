@@ -1,4 +1,4 @@
-"""Runtime guards of the worker (JUDGE.md A1-A3, A5, B8, B9).
+"""Runtime guards of the worker (docs/judge.md threat model A1-A3, A5, B8, B9).
 
 * :class:`Harness`: references to the callables of the modules and classes the judge
   relies on (timers, torch, tensors, the judge's own modules), taken before the candidate

@@ -5,7 +5,7 @@ each on its own inputs, refilled in place with fresh values before every call (s
 answer and no cache survives between calls, and the reference's freed outputs never belong
 to the candidate's inputs). The noise floor is the relative difference between the two
 reference series. Outputs of one secret timed round and of the last round are verified
-against the oracle afterwards (JUDGE.md A4, B10, B15); device work outliving the call is
+against the oracle afterwards (docs/judge.md threat model A4, B10, B15); device work outliving the call is
 rejected (A1); host time is recorded next to device time and large gaps flagged (A6);
 a time beyond the roofline floor is rejected (A7).
 """

@@ -1,4 +1,4 @@
-"""Static checks of a candidate's sources, before anything runs (JUDGE.md A2, A3, C16-C18).
+"""Static checks of a candidate's sources, before anything runs (docs/judge.md threat model A2, A3, C16-C18).
 
 Reads every ``.py`` file of the staged candidate with :mod:`ast`. It resolves import
 aliases (``import torch.nn.functional as F`` makes ``F.rms_norm`` read as

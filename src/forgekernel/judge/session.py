@@ -1,6 +1,6 @@
 """One judgement inside the worker: calibration, the candidate, and the correctness trials.
 
-Order (JUDGE.md B8): the reference is calibrated before any candidate code is imported.
+Order (docs/judge.md threat model B8): the reference is calibrated before any candidate code is imported.
 In every trial the candidate runs first, on fresh inputs from a secret seed, and the
 float64 oracle is computed afterwards on a pristine copy: while the candidate runs, no
 reference output for its inputs exists anywhere in the process. Freed blocks are filled

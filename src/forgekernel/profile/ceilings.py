@@ -1,7 +1,7 @@
 """Which device ceilings a floor is computed against, and where they came from.
 
 Order: the knowledge base's certified ceilings for (arch, device) when it has them; the
-H200 figures in shared/H200.md when the device is an H200 (or, with no device, when the
+H200 baseline (benchmarks/results/h200_baseline_2026-12-02.json) when the device is an H200 (or, with no device, when the
 task targets sm90); a quick measurement in the worker on any other GPU; otherwise none.
 ``Ceilings.source`` always says which.
 """

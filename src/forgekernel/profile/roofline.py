@@ -46,10 +46,11 @@ H200_SHARED = Ceilings(
     tflops_sources={"float32": "datasheet lead, not measured (H200 SXM: FP32 67 TFLOP/s)",
                     "tf32": "datasheet lead, not measured (H200 SXM: TF32 tensor core 989 "
                             "TFLOP/s with sparsity, 494.7 dense)"},
-    source="shared/H200.md (measured on an H200, 2026-12-02)",
+    source="benchmarks/results/h200_baseline_2026-12-02.json (measured on an H200, 2026-12-02)",
 )
-"""The ceilings in shared/H200.md; used until the knowledge base certifies its own. The
-float32 and TF32 peaks are NVIDIA's datasheet figures (leads until a probe measures them)."""
+"""The H200 baseline's ceilings (benchmarks/results/h200_baseline_2026-12-02.json); used until
+the knowledge base certifies its own. The float32 and TF32 peaks are NVIDIA's datasheet
+figures (leads until a probe measures them)."""
 
 
 def bandwidth_for(ceilings: Ceilings, nbytes: int) -> float:

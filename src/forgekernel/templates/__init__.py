@@ -10,12 +10,14 @@ never imported here) whose knobs and semantic constants sit in a header block::
     # --- end ---
 
 and which defines one function per operator it implements (``rmsnorm``, ``softmax``, ...).
-:func:`render` rewrites the header with chosen values and appends a ``run`` with the
-reference's own parameter names that calls the operator function.
+:func:`render` rewrites the header with chosen values, drops the functions the chosen
+operator does not use (the other operators of the file and their helpers) and appends a
+``run`` with the reference's own parameter names that calls the operator function.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field
@@ -224,7 +226,35 @@ def render(cfg: Config, op: str, params: tuple[str, ...], constants: dict[str, A
     if op not in tpl.ops:
         raise KeyError(f"template {tpl.name} does not implement {op}")
     text = with_values(tpl.source(), {**constants, **cfg.knobs})
+    if tpl in TEMPLATES:  # shipped files define several operators: keep what ``op`` uses
+        text = only_needed(text, op)
     args = ", ".join(params)
     entry = (f"\n\n# --- entry point: {op} ({note or 'built-in agent'}) ---\n"
              f"def run({args}):\n    return {op}({', '.join(call or params)})\n")
     return text.rstrip("\n") + "\n" + entry
+
+
+def only_needed(text: str, op: str) -> str:
+    """``text`` without the top-level functions that neither ``op`` nor the module's other
+    top-level statements reach (by name, transitively); everything else is kept verbatim."""
+    tree = ast.parse(text)
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if op not in funcs:
+        return text
+    wanted, todo = set(), [op, *(name for n in tree.body if not isinstance(n, ast.FunctionDef)
+                                 for name in _names(n))]
+    while todo:
+        name = todo.pop()
+        if name in funcs and name not in wanted:
+            wanted.add(name)
+            todo.extend(_names(funcs[name]))
+    lines = text.splitlines(keepends=True)
+    for name, node in sorted(funcs.items(), key=lambda kv: -kv[1].lineno):
+        if name not in wanted:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+            del lines[start:node.end_lineno]
+    return re.sub(r"\n{4,}", "\n\n\n", "".join(lines))
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
