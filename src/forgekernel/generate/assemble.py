@@ -312,8 +312,8 @@ _TORCH_FALLBACK = {
 
 
 def _arg_builder(lowered: Lowered) -> str:
-    items = ",\n        ".join(a.expression("flat") for a in lowered.args)
-    return f"def _inductor_args(flat):\n    return [\n        {items},\n    ]\n"
+    items = ",\n        ".join(a.expression("flat", "model") for a in lowered.args)
+    return f"def _inductor_args(flat, model=None):\n    return [\n        {items},\n    ]\n"
 
 
 def _entry(entry: Entry, lowered: Lowered) -> str:
@@ -330,4 +330,4 @@ def _entry(entry: Entry, lowered: Lowered) -> str:
             "        flat = [t for _, t in self.named_parameters()]\n"
             "        flat += [t for _, t in self.named_buffers()]\n"
             "        flat += list(inputs)\n        _rt_bind_device(flat)\n"
-            f"        outs = _inductor_call(_inductor_args(flat))\n        return {finish}\n")
+            f"        outs = _inductor_call(_inductor_args(flat, self))\n        return {finish}\n")

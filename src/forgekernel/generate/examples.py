@@ -77,6 +77,7 @@ def flat_example(task: TaskSpec, seed: int = 0) -> tuple[Callable[..., Any], lis
     if task.format != "kernelbench":
         return fn, forge_inputs(task, module, wl, seed), ()
     inst = instance.build(task, module, wl, device="cpu", seed=seed, init_seed=0)
+    shape_free(inst.model)
     return (inst.functional(), [*inst.param_tensors(), *inst.inputs],
             tuple(name for name, _ in inst.params))
 
@@ -100,3 +101,25 @@ def model_source(task: TaskSpec) -> tuple[str, tuple[str, ...]]:
     source = ast.get_source_segment(text, init) if init is not None else (
         "def __init__(self, *args):\n    super().__init__()")
     return source or "", (*imports, *helpers)
+
+
+def shape_free(model: Any) -> None:
+    """Rewrite, in place and for tracing only, the modules whose forward bakes a size of the
+    workload into the graph as a constant: ``nn.LayerNorm`` normalises over its
+    ``normalized_shape``, which always equals the input's trailing sizes; reading those from
+    the input instead keeps them symbolic (the parameters and their names are unchanged)."""
+    import torch
+
+    for module in model.modules() if isinstance(model, torch.nn.Module) else ():
+        if type(module) is torch.nn.LayerNorm:
+            module.forward = _layer_norm_forward(module)
+
+
+def _layer_norm_forward(module: Any) -> Callable[..., Any]:
+    import torch.nn.functional as F
+
+    dims = len(module.normalized_shape)
+
+    def forward(x: Any) -> Any:
+        return F.layer_norm(x, x.shape[x.dim() - dims:], module.weight, module.bias, module.eps)
+    return forward

@@ -36,6 +36,14 @@ INDUCTOR_CONFIG = {
 """Inductor settings for kernels a standalone launcher can drive at any size."""
 
 
+DYNAMO_CONFIG = {
+    "force_parameter_static_shapes": False,  # a module's parameters change size with the workload
+    "force_nn_module_property_static_shapes": False,
+    "allow_unspec_int_on_nn_module": True,  # so do its int attributes (features, channels)
+}
+"""Dynamo settings so that nothing a workload changes is frozen into the generated code."""
+
+
 class LoweringError(ForgeError, RuntimeError):
     """The reference could not be traced or lowered; the message is one line."""
 
@@ -48,9 +56,16 @@ class ArgSource:
     kind: str
     index: int
     dim: int | None = None
+    path: str = ""
+    """``attr``: the module attribute (``conv.groups``) an int argument is read from."""
 
-    def expression(self, flat: str) -> str:
-        """Python text computing this argument from the list named ``flat``."""
+    def expression(self, flat: str, model: str = "self") -> str:
+        """Python text computing this argument from the list named ``flat`` (and, for module
+        attributes, the module named ``model``)."""
+        if self.kind == "attr":
+            owner, _, attr = self.path.rpartition(".")
+            base = f"{model}.get_submodule({owner!r})" if owner else model
+            return f"{base}.{attr}"
         base = f"{flat}[{self.index}]"
         if self.kind == "size":
             return f"{base}.size({self.dim})"
@@ -169,7 +184,8 @@ def _codegen_only(arch: int) -> Iterator[list[str]]:
     GraphLowering.save_output_code = staticmethod(codes.append)
     torch._dynamo.reset()
     try:
-        with icfg.patch(INDUCTOR_CONFIG), fxcfg.patch(use_duck_shape=False), torch.no_grad():
+        with icfg.patch(INDUCTOR_CONFIG), fxcfg.patch(use_duck_shape=False), \
+                torch._dynamo.config.patch(DYNAMO_CONFIG), torch.no_grad():
             yield codes
     finally:
         GraphLowering.save_output_code = saved
@@ -234,6 +250,10 @@ def _arg_source(source: Any, names: tuple[str, ...] = ()) -> ArgSource:
     if prop is not None:
         kind = {"SIZE": "size", "STRIDE": "stride", "STORAGE_OFFSET": "offset"}[prop.name]
         return ArgSource(kind, _flat_index(source.base, names), getattr(source, "idx", None))
+    member = getattr(source, "member", None)
+    if isinstance(member, str) and not member.startswith("_"):
+        owner = _module_path(source.base)
+        return ArgSource("attr", -1, path=f"{owner}.{member}" if owner else member)
     return ArgSource("value", _flat_index(source, names))
 
 
