@@ -158,12 +158,16 @@ def _output_lines(problem: Any, shapes: Shapes) -> list[str]:
         at = f"; at the smoke workload: {seen}" if seen else ""
         return [f"# [outputs] not declared: {problem.outputs_note}{at}", ""]
     names = ["out"] if len(problem.outputs) == 1 else [f"out{i}" for i in range(len(problem.outputs))]
-    lines = []
+    lines: list[str] = []
+    shapes.fitted = True
     for i, (name, (shape, dtype)) in enumerate(zip(names, problem.outputs, strict=True)):
         if dtype not in TOLERANCE and dtype not in ("float64", "int64", "int32", "bool", "int8", "uint8"):
             return [f"# [outputs] not declared: output {i} has dtype {dtype}", ""]
         dims = shapes.dims(shape, lambda p, i=i: p.outputs[i][0] if p and p.outputs and len(p.outputs) > i else None)
         lines += [f"[outputs.{name}]", f'dtype = "{dtype}"', f"shape = {json.dumps(dims)}", ""]
+    if not shapes.fitted:  # a size that holds at one workload only would mislead: say it in words
+        return [f"# [outputs] not declared: a dimension follows no simple expression of the axes; "
+                f"at the problem's own sizes: {problem.outputs}", ""]
     return lines
 
 
