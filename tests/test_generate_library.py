@@ -30,8 +30,8 @@ SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM
                "GEMM_ALLOW_TF32": 0, "_gemm_grid_y_max": 2, "CONV_BLOCK_M": 16,
                "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0}
 KNOBS = {
-    "gemm": ("GEMM_BLOCK_M = 64", "GEMM_BLOCK_N = 64", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
-             "GEMM_NUM_WARPS = 4", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
+    "gemm": ("GEMM_BLOCK_M = 128", "GEMM_BLOCK_N = 128", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
+             "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
     "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
              "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1"),
 }

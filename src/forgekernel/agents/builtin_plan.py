@@ -208,10 +208,12 @@ def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
     if start is not None:  # the previous best cannot beat itself: M0 only re-establishes it
         g0 = g0.model_copy(update={"performance": ""})
     m0 = Milestone(id="M0", kind="architecture", title=tpl.structure, rows=(row0,), gate=g0)
-    m1 = Milestone(id="M1", title=f"tune {tpl.name} launch shape",
-                   rows=tuple(tuning_rows("M1", tpl, match, ctx.task)), gate=gate(f, match, 1, target))
-    milestones = [m0, m1]
-    if len(tpl.knobs) > 1:  # with one knob the joint refinement would repeat M1
+    milestones = [m0]
+    tuning = tuning_rows("M1", tpl, match, ctx.task)
+    if tuning:  # a structure with nothing to tune (a generated candidate of library calls) has no M1
+        milestones.append(Milestone(id="M1", title=f"tune {tpl.name} launch shape", rows=tuple(tuning),
+                                    gate=gate(f, match, 1, target)))
+    if len(tuning) > 1:  # with one knob group the joint refinement would repeat M1
         milestones.append(Milestone(id="M2", title=f"refine {tpl.name} jointly",
                                     rows=(refine_row("M2.1", tpl, match),),
                                     gate=gate(f, match, 2, target)))

@@ -208,6 +208,7 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
         nn="import torch.nn as nn\n" if entry.kernelbench else ""),
         "# --- knobs ---\n" + "".join(k for k, _ in split) + "# --- end ---\n"]
     parts += [code for _, code in split]
+    parts.append(_interpret_blocks(pieces))
     parts.append(_externs(wrapper.externs))
     parts += [k.source for k in wrapper.kernels]
     parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r})"
@@ -218,6 +219,20 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
     text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
     return Assembly(text=text, kernels=tuple(k.name for k in wrapper.kernels), library=library,
                     fallbacks=wrapper.fallbacks)
+
+
+INTERPRET_BLOCKS = {"gemm": {"GEMM_BLOCK_M": 256, "GEMM_BLOCK_N": 128, "GEMM_BLOCK_K": 128},
+                    "conv": {"CONV_BLOCK_M": 1024, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 128}}
+"""Library tile sizes under the CPU interpreter, which pays per program and per loop step
+(the knob block keeps the GPU's)."""
+
+
+def _interpret_blocks(pieces: list[str]) -> str:
+    rows = [f"    {k} = {v}" for p in pieces for k, v in INTERPRET_BLOCKS.get(p, {}).items()]
+    if not rows:
+        return ""
+    return ("if RT_INTERPRET:  # the CPU interpreter: fewer, larger tiles (GPU tiles are the knobs)\n"
+            + "\n".join(rows) + "\n")
 
 
 def _check_helpers(wrapper: Wrapper) -> None:

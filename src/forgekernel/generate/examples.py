@@ -15,16 +15,59 @@ from forgekernel.task import load_module, numel, shape_of
 
 
 def example_workload(task: TaskSpec) -> Workload:
-    """The workload the reference is traced at (see the module docstring)."""
+    """The workload the reference is traced at: among the smoke workloads and the same with
+    every free axis doubled, the one whose tensors have the fewest dimensions of size 1
+    (lowering would fix such a size at 1), then the largest within EXAMPLE_ELEMENTS (larger
+    sizes make sizes derived from them, a channel count per group say, less likely to be
+    1 or to coincide)."""
     pool = task.smoke_workloads() or task.workloads
-    base = min(pool, key=lambda w: sum(numel(shape_of(s, w.axes)) for s in task.inputs.values()))
-    axes = dict(base.axes)
-    for name, value in axes.items():
-        spec = task.axes[name]
-        if value == 1 and 2 >= spec.min and (spec.max is None or spec.max >= 2) \
-                and 2 % spec.multiple_of == 0:
-            axes[name] = 2
+    options = [_lifted(task, w) for w in pool] + [_doubled(task, w) for w in pool]
+    scored = []
+    for i, w in enumerate(options):
+        size = _size(task, w)
+        scored.append((_ones(task, w), size > EXAMPLE_ELEMENTS, -size, i, w))
+    return min(scored)[-1]
+
+
+EXAMPLE_ELEMENTS = 1 << 20
+"""Elements of all example tensors together above which a larger example is not preferred."""
+
+
+def _valid(task: TaskSpec, name: str, value: int) -> bool:
+    spec = task.axes[name]
+    return value >= spec.min and (spec.max is None or value <= spec.max) and value % spec.multiple_of == 0
+
+
+def _lifted(task: TaskSpec, wl: Workload) -> Workload:
+    axes = {k: (2 if v == 1 and _valid(task, k, 2) else v) for k, v in wl.axes.items()}
     return Workload(axes=axes, smoke=True)
+
+
+def _doubled(task: TaskSpec, wl: Workload) -> Workload:
+    axes = {k: (2 * v if _valid(task, k, 2 * v) else v) for k, v in wl.axes.items()}
+    return _lifted(task, Workload(axes=axes, smoke=True))
+
+
+def _shapes(task: TaskSpec, wl: Workload) -> list[tuple[int, ...]]:
+    """Shapes of the inputs (and a KernelBench model's parameters) at ``wl``, on meta."""
+    if task.format != "kernelbench":
+        return [shape_of(s, wl.axes) for s in task.inputs.values()]
+    from forgekernel import instance
+
+    try:
+        _, module = reference_function(task)
+        inst = instance.build(task, module, wl, meta=True)
+    except Exception:  # a variant the reference rejects: never chosen
+        return [(1,) * 64]
+    return [tuple(t.shape) for t in (*inst.param_tensors(), *inst.inputs) if hasattr(t, "shape")]
+
+
+def _ones(task: TaskSpec, wl: Workload) -> int:
+    return sum(1 for shape in _shapes(task, wl) for d in shape if d == 1)
+
+
+def _size(task: TaskSpec, wl: Workload) -> int:
+    return sum(numel(shape) for shape in _shapes(task, wl))
 
 
 def draw(spec: TensorSpec, shape: tuple[int, ...], gen: Any) -> Any:

@@ -40,6 +40,7 @@ DYNAMO_CONFIG = {
     "force_parameter_static_shapes": False,  # a module's parameters change size with the workload
     "force_nn_module_property_static_shapes": False,
     "allow_unspec_int_on_nn_module": True,  # so do its int attributes (features, channels)
+    "specialize_float": True,  # float constants (eps, scales) stay constants, not 0-d inputs
 }
 """Dynamo settings so that nothing a workload changes is frozen into the generated code."""
 
@@ -223,8 +224,10 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     def traced(*flat: Any) -> Any:
         return fn(*flat)
 
-    with _codegen_only(arch) as codes, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with _codegen_only(arch) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]):
+        warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         try:
             out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)
         except Exception as exc:  # graph breaks, unsupported ops: one line for the plan
