@@ -332,3 +332,34 @@ def roofline_floor(task: Any, workload: Any, outputs: list[tuple[tuple[int, ...]
     nbytes = roofline.minimal_bytes(task, workload, outputs)
     flops = roofline.formula_flops(task, workload)
     return roofline.floor(nbytes, flops, roofline.H200_SHARED, roofline.compute_dtype(task))
+
+
+def observed_violation(obs: dict[str, Any], *, own: list[str], forbid: tuple[str, ...],
+                       ref_ops: set[str], interpret: bool) -> tuple[str, str] | None:
+    """(kind, reason) of the first audit rule what the executor observed breaks, else None."""
+    bad = _forbidden_calls([str(c) for c in obs.get("calls", [])], forbid)
+    if bad:
+        return "forbidden", f"the call used {bad}, which the task forbids"
+    launches = [str(n) for n in obs.get("launches", [])]
+    if not any(n in own for n in launches):
+        shown = ", ".join(sorted(set(launches))[:5]) or "nothing"
+        return "no_launch", (f"none of your kernels ran during the call (launched: {shown}); a "
+                             "defined kernel must be launched and do the work")
+    written = obs.get("outputs_written") or []
+    if interpret and obs.get("outputs_stored") is not None:
+        written = [w and s is not False for w, s in zip(written, obs["outputs_stored"], strict=False)]
+    for i, ok in enumerate(written):
+        if not ok:
+            return "output_not_written", (f"output {i} was not written by any of your Triton kernels "
+                                          "(it came from PyTorch code around them)")
+    read = obs.get("inputs_loaded") if interpret else obs.get("inputs_passed")
+    tensors = [r for r in (read or []) if r is not None]
+    if tensors and not any(tensors):
+        return "inputs_not_read", ("none of your kernels read the inputs: a kernel that only copies "
+                                   "an answer computed elsewhere is not the kernel")
+    ops = {str(o) for o in obs.get("eager", [])}
+    overlap = sorted(ops & ref_ops)
+    if ref_ops and len(overlap) >= max(1, math.ceil(len(ref_ops) / 2)):
+        return "fallback", ("the operator is recomputed with PyTorch ops around your kernel ("
+                            + ", ".join(overlap) + ")")
+    return None

@@ -149,6 +149,28 @@ def check_structure(outs: tuple[Any, ...], refs: tuple[Any, ...]) -> Check:
     return Check(True)
 
 
+def check_described(descs: list[dict[str, Any]], refs: tuple[Any, ...], device: str) -> Check:
+    """:func:`check_structure` on the executor's descriptions of its outputs, before any
+    byte is read: count, plain tensor (no subclass or proxy), shape, dtype and device."""
+    if len(descs) != len(refs):
+        return Check(False, "count", f"returned {len(descs)} output(s), the reference returns {len(refs)}")
+    for i, (d, ref) in enumerate(zip(descs, refs, strict=True)):
+        if not isinstance(d, dict) or "tensor" not in d:
+            what = d.get("other", "plain number") if isinstance(d, dict) else "malformed output"
+            return Check(False, "type", f"output {i} is a {what}, expected torch.Tensor")
+        if not d.get("exact", False):
+            return Check(False, "subclass", f"output {i} is a torch.Tensor subclass; outputs must be "
+                         "plain torch.Tensor (no lazy or proxy tensors)")
+        if tuple(d.get("shape", ())) != tuple(ref.shape):
+            return Check(False, "shape", f"output {i} has shape {tuple(d.get('shape', ()))}, expected "
+                         f"{tuple(ref.shape)}")
+        if d.get("dtype") != dtype_name(ref):
+            return Check(False, "dtype", f"output {i} has dtype {d.get('dtype')}, expected {dtype_name(ref)}")
+        if d.get("device") != device:
+            return Check(False, "device", f"output {i} is on {d.get('device')}, expected {device}")
+    return Check(True)
+
+
 def compare(out: Any, ref64: Any, tol: OutputTolerance) -> Check:
     """Values of one output against the oracle (structure already checked)."""
     import torch

@@ -27,18 +27,52 @@ from typing import Any
 class Executor:
     """State of one executor process: the candidate's callable and where tensors go."""
 
-    def __init__(self, scratch: Path, device: str, interpret: bool) -> None:
+    def __init__(self, scratch: Path, device: str, interpret: bool, words_fd: int = -1) -> None:
+        from forgekernel.judge import guards
+
         self.scratch, self.device, self.interpret = scratch, device, interpret
+        self.words_fd = words_fd
+        self.gate: Any = None
+        self.pool_sets: dict[str, list[list[Any]]] = {}
+        self.buffers: dict[str, list[Any]] = {}
+        self.pending: list[Any] = []
+        self.harness = guards.Harness(guards.harness_targets())  # before any candidate code
         self.module: Any = None
         self.fn: Any = None
         self.models: dict[str, Any] = {}
+        self.own: tuple[str, ...] = ()
         self.candidate_dir = ""
         self.outputs: dict[str, tuple[Any, ...]] = {}
 
+    def integrity(self, threads_before: set[int], stream: Any) -> dict[str, Any]:
+        """What the candidate left changed: library functions, live threads, the stream."""
+        import torch
+
+        from forgekernel.judge import guards
+
+        facts: dict[str, Any] = {}
+        changed = self.harness.changes()
+        if changed:
+            facts["tampered"] = changed[:10]
+        threads = guards.candidate_threads(threads_before, self.candidate_dir)
+        if threads:
+            facts["threads"] = threads[:3]
+        if stream is not None and torch.cuda.current_stream() != stream:
+            facts["stream"] = True
+        return facts
+
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from forgekernel.judge import guards
+
+        before = guards.thread_ids()
+        reply = self._load(msg)
+        return {**reply, **self.integrity(before, None)}
+
+    def _load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from forgekernel.task import load_module
 
         kernel = Path(msg["kernel"])
+        self.own = tuple(str(n) for n in msg.get("own", ()))
         self.candidate_dir = str(kernel.parent.resolve())
         if self.candidate_dir not in sys.path:
             sys.path.append(self.candidate_dir)
@@ -54,6 +88,9 @@ class Executor:
     def model(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch
 
+        from forgekernel.judge import guards
+
+        before = guards.thread_ids()
         init = [_plain(v) for v in msg["init"]]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(msg["seed"]))
@@ -62,7 +99,7 @@ class Executor:
             model = model.to(self.device)
             model.train(bool(msg.get("train", True)))
         self.models[str(msg.get("key", ""))] = model
-        return {"ok": True}
+        return {"ok": True, **self.integrity(before, None)}
 
     def callable(self, msg: dict[str, Any]) -> Any:
         """``run``, or the ModelNew built for the request's workload key."""
@@ -76,34 +113,109 @@ class Executor:
         from forgekernel.judge import guards, observe, wire
 
         args = wire.get_all(msg["inputs"], self.scratch, self.device)
+        if msg.get("reuse"):
+            args = self._reused(str(msg.get("key", "")), args)
         if msg.get("poison") is not None:
             guards.poison(list(msg.get("poison_sizes", [])), self.device, int(msg["poison"]))
-        start = time.perf_counter()
         fn = self.callable(msg)
+        before = guards.thread_ids()
+        stream = torch.cuda.current_stream() if self.device == "cuda" else None
+        start = time.perf_counter()
         with observe.watching(self.interpret) as seen:
             out = fn(*args)
             if self.device == "cuda":
                 torch.cuda.synchronize()
         host_ms = (time.perf_counter() - start) * 1e3
+        facts = self.integrity(before, stream)
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        facts = observe.summary(seen, args, outs)
         prefix = str(msg.get("prefix", "out"))
-        reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix), "observed": facts,
-                 "host_ms": host_ms}
+        reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix),
+                 "observed": observe.summary(seen, args, outs, self.own), "host_ms": host_ms, **facts}
         if msg.get("return_inputs"):
             reply["inputs"] = wire.put_all(args, self.scratch, prefix + "_in")
         return reply
 
+    def _reused(self, key: str, args: list[Any]) -> list[Any]:
+        """The same buffers as the last reused call on this workload, refilled in place (timed
+        calls see one address with new values, as a caller's buffers would)."""
+        import torch
+
+        old = self.buffers.get(key)
+        if old is None or len(old) != len(args) or any(
+                isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor)
+                or (isinstance(a, torch.Tensor) and (a.shape != b.shape or a.dtype != b.dtype))
+                for a, b in zip(old, args, strict=True)):
+            self.buffers[key] = args
+            return args
+        for dst, src in zip(old, args, strict=True):
+            if isinstance(dst, torch.Tensor):
+                dst.copy_(src)
+        return [o if isinstance(o, torch.Tensor) else a for o, a in zip(old, args, strict=True)]
+
     def repeat(self, msg: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        from forgekernel.judge import guards, wire
+
+        args = wire.get_all(msg["inputs"], self.scratch, self.device)
+        fn = self.callable(msg)
+        before = guards.thread_ids()
+        for _ in range(int(msg["n"])):
+            fn(*args)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return {"ok": True, **self.integrity(before, None)}
+
+
+    # -- GPU timing: the verifier's pool, gated batches (forgekernel.judge.gated)
+    def pools(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from forgekernel.judge import ipc
+
+        pool = ipc.ImportedPool(msg["pool"])
+        sets = []
+        for row in msg["sets"]:
+            sets.append([pool.tensor(ipc.Slice(int(d["slice"]["offset"]), str(d["slice"]["dtype"]),
+                                               tuple(d["slice"]["shape"])))
+                         if "slice" in d else d.get("value") for d in row])
+        self.pool_sets[str(msg["key"])] = sets
+        return {"ok": True}
+
+    def batch(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Enqueue gate, the calls on every pool set, signal; answer before any of it runs."""
+        from forgekernel.judge import gate, guards
+
+        if self.gate is None:
+            self.gate = gate.DeviceGate(gate.HostWords(self.words_fd))
+        fn = self.callable(msg)
+        sets = self.pool_sets[str(msg["key"])]
+        before = guards.thread_ids()
+        n = int(msg["batch"])
+        start = time.perf_counter()
+        self.gate.wait(n)
+        self.pending = [fn(*args) for args in sets]
+        self.gate.signal(n)
+        return {"enqueued": True, "host_ms": (time.perf_counter() - start) * 1e3,
+                **self.integrity(before, None)}
+
+    def collect(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch
 
         from forgekernel.judge import wire
 
-        args = wire.get_all(msg["inputs"], self.scratch, self.device)
-        fn = self.callable(msg)
-        for _ in range(int(msg["n"])):
-            fn(*args)
-        if self.device == "cuda":
+        torch.cuda.synchronize()
+        prefix = str(msg.get("prefix", "b"))
+        outs = []
+        for j in msg["picks"]:
+            out = self.pending[int(j)]
+            values = list(out) if isinstance(out, (tuple, list)) else [out]
+            outs.append(wire.put_all(values, self.scratch, f"{prefix}{int(j)}_"))
+        self.pending = []
+        return {"outputs": outs}
+
+    def ping(self, msg: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        if msg.get("sync") and self.device == "cuda":
             torch.cuda.synchronize()
         return {"ok": True}
 
@@ -121,7 +233,8 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
     """Answer requests until ``exit`` (or the verifier goes away)."""
     from forgekernel.judge import failure, wire
 
-    handlers = {"load": ex.load, "model": ex.model, "call": ex.call, "repeat": ex.repeat}
+    handlers = {"load": ex.load, "model": ex.model, "call": ex.call, "repeat": ex.repeat,
+                "pools": ex.pools, "batch": ex.batch, "collect": ex.collect, "ping": ex.ping}
     while True:
         try:
             msg = wire.recv(cmd_fd)
@@ -140,13 +253,14 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET``."""
+    """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD``."""
     import torch  # noqa: F401  (before any candidate code)
 
     from forgekernel.judge import observe  # noqa: F401
 
-    cmd_fd, res_fd, scratch, device, interpret = argv
-    serve(Executor(Path(scratch), device, interpret == "1"), int(cmd_fd), int(res_fd))
+    cmd_fd, res_fd, scratch, device, interpret, words_fd = argv
+    ex = Executor(Path(scratch), device, interpret == "1", int(words_fd))
+    serve(ex, int(cmd_fd), int(res_fd))
 
 
 if __name__ == "__main__":

@@ -76,14 +76,18 @@ class ExecutorClient:
 
     # -- lifecycle
     def _start(self) -> None:
+        from forgekernel.judge import gate
+
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
+        self.words = gate.HostWords() if self.spec.device == "cuda" else None
+        words_fd = self.words.fd if self.words is not None else -1
         argv = [str(cmd_r), str(res_w), str(self.scratch), self.spec.device,
-                "1" if self.spec.interpret else "0"]
+                "1" if self.spec.interpret else "0", str(words_fd)]
         kwargs = self._launch(argv)
+        fds = (cmd_r, res_w) + ((words_fd,) if words_fd >= 0 else ())
         self.proc = subprocess.Popen(**kwargs, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, pass_fds=(cmd_r, res_w),
-                                     start_new_session=True)
+                                     stderr=subprocess.PIPE, pass_fds=fds, start_new_session=True)
         os.close(cmd_r)
         os.close(res_w)
         self.cmd, self.res = cmd_w, res_r

@@ -175,14 +175,17 @@ def watching(interpret: bool) -> Iterator[Seen]:
         yield seen
 
 
-def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...]) -> dict[str, Any]:
-    """JSON-able facts: launches, eager compute calls, which inputs own launches read and
-    which outputs they wrote (directly, or through data movement: a cast, a copy, a view)."""
+def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...],
+            own: tuple[str, ...] = ()) -> dict[str, Any]:
+    """JSON-able facts: launches, eager compute calls, which inputs the candidate's own
+    launches (``own``: its kernels' names) read and which outputs they wrote (directly, or
+    through data movement: a cast, a copy, a view)."""
     import torch
 
-    touched = set().union(*(launch["args"] for launch in seen.launches)) if seen.launches else set()
+    mine = [launch for launch in seen.launches if launch["name"] in own]
+    touched = set().union(*(launch["args"] for launch in mine)) if mine else set()
     reach = _reach(seen.flows, touched)
-    by_loads = [launch for launch in seen.launches if "loads" in launch]
+    by_loads = [launch for launch in mine if "loads" in launch]
     result: dict[str, Any] = {
         "launches": [launch["name"] for launch in seen.launches],
         "eager": sorted({op_key(n) for n in seen.calls} - TRIVIAL_CALLS),
@@ -231,5 +234,5 @@ def _hit(t: Any, launches: list[dict[str, Any]], kind: str, flows: Any, back: bo
         for arg in launch.get("arg_spans", []):
             if arg[0] in related:
                 spans.append(arg)
-    return any(lo < hi_r and lo_r < hi for launch in launches for lo_r, hi_r in launch[kind]
+    return any(lo <= hi_r and lo_r < hi for launch in launches for lo_r, hi_r in launch[kind]
                for lo, hi in spans)

@@ -18,9 +18,9 @@ from typing import Any
 from forgekernel.judge import correctness as cx
 from forgekernel.judge import guards
 from forgekernel.judge import inputs as inp
-from forgekernel.judge.failure import Failure, from_exception
+from forgekernel.judge.failure import Failure
 from forgekernel.judge.options import JudgeOptions
-from forgekernel.judge.problem import CandidateLoadError, Problem, outputs_of
+from forgekernel.judge.problem import Problem
 from forgekernel.records import Status, TaskSpec, Workload, WorkloadResult
 
 REFERENCE_SHARE = 0.5
@@ -104,10 +104,13 @@ class Session:
         self.input_dtypes: list[str] = []
         self.notes: list[str] = []
         self.nondeterministic = False
-        self.harness: guards.Harness | None = None
-        self.l2 = guards.PersistingL2() if self.cuda else None
-        self.entry: Any = None
-        self.perf_entry: Any = None
+        self.ref_gate: Any = None
+        self.cand: Any = None
+        """The candidate's executor (:class:`~forgekernel.judge.remote.CandidateProcess`)."""
+        self.perf: Any = None
+        """The sealed performance reference's executor (self-evolution), if any."""
+        self.ref_ops: set[str] | None = None
+        self.observed: list[dict[str, Any]] = []
         self.phases: dict[str, float] = {}
 
     # ------------------------------------------------------------ workloads
@@ -179,80 +182,74 @@ class Session:
         return specs, [cx.reference_error(r, o) for r, o in zip(refs, oracle, strict=True)]
 
     # ------------------------------------------------------------ candidate
-    def take_snapshot(self) -> None:
-        self.harness = guards.Harness(guards.harness_targets())
-        self.threads = guards.thread_ids()
+    def spawn(self, kernel: Path, perf_kernel: Path | None) -> None:
+        """Start the candidate's executor (sandboxed), and the performance reference's; they
+        import torch while the reference is calibrated here."""
+        from forgekernel.judge.remote import CandidateProcess
 
-    def load(self, kernel: Path, perf_kernel: Path | None) -> None:
-        """Import the candidate (and the performance reference) from judge-owned copies."""
-        import sys
-
-        before = guards.thread_ids()
-        if self.candidate_dir not in sys.path:
-            sys.path.append(self.candidate_dir)
-        try:
-            self.entry = self.problem.load(kernel, "_forge_candidate")
-        except CandidateLoadError as exc:
-            raise Failure(Status.COMPILE_ERROR, str(exc), {"kind": "entry", "phase": "import"}) from None
-        except BaseException as exc:  # anything the candidate raises at import is its verdict
-            raise from_exception(exc, phase="import", where="import", hidden=False,
-                                 candidate_dir=self.candidate_dir) from None
-        for slot in self.slots:  # KernelBench: ModelNew per workload, inside the import checks
-            self.fn(slot)
-        self.integrity(before, None, "import")
+        self.cand = CandidateProcess(self, kernel)
         if perf_kernel is not None:
-            self.perf_entry = self.problem.load(perf_kernel, "_forge_perf_reference")
+            self.perf = CandidateProcess(self, perf_kernel, role="performance reference")
 
-    def fn(self, slot: Slot) -> Any:
-        """The candidate's callable at ``slot`` (KernelBench: ModelNew built there once, when
-        the candidate is loaded); an exception while building it is the candidate's verdict."""
-        try:
-            return self.entry.at(slot.wl)
-        except BaseException as exc:  # the candidate's constructor is candidate code
-            raise from_exception(exc, phase="init", where=f"ModelNew(*get_init_inputs()) at {slot.label}",
-                                 hidden=slot.wl.hidden, candidate_dir=self.candidate_dir) from None
+    def load(self) -> None:
+        """Import the candidate in its executor; for KernelBench, build its ModelNew at every
+        workload. Candidate code is never imported here."""
+        self._load(self.cand)
+        if self.perf is not None:
+            self._load(self.perf)
 
-    def reference_fn(self, slot: Slot) -> Any:
-        """What the candidate is timed against: the performance reference, else the task's."""
-        if self.perf_entry is not None:
-            return self.perf_entry.at(slot.wl)
-        return self.problem.reference_callable(slot.wl)
+    def launch_summary(self) -> dict[str, Any]:
+        """What the first observed calls launched, for the verdict's profile."""
+        names: list[str] = []
+        for obs in self.observed:
+            names += [str(n) for n in obs.get("launches") or []]
+        kernels = [{"name": n, "count": names.count(n) // max(len(self.observed), 1),
+                    "own": n in self.own_kernels} for n in dict.fromkeys(names)]
+        return {"kernels": kernels, "launches": len(names) // max(len(self.observed), 1),
+                "eager_ops": sorted({str(o) for obs in self.observed for o in obs.get("eager") or []})}
 
-    def integrity(self, threads_before: set[int], stream: Any, where: str) -> None:
-        """Harness untouched, no candidate thread alive, same stream, persisting L2 unchanged."""
-        changed = self.harness.changes() if self.harness else []
-        if changed:
-            raise Failure(Status.REJECTED, f"replaced judge, timer or library functions during {where}: "
-                          + ", ".join(changed[:5]), {"kind": "tamper", "names": changed[:10]}, fatal=True)
-        threads = guards.candidate_threads(threads_before, self.candidate_dir)
-        if threads:
-            raise Failure(Status.REJECTED, f"left a thread running after {where}: {threads[0]}",
-                          {"kind": "thread"}, fatal=True)
-        if stream is not None:
-            now = self.torch.cuda.current_stream()
-            if now != stream:
-                raise Failure(Status.REJECTED, f"changed the current CUDA stream during {where}",
-                              {"kind": "stream"}, fatal=True)
-            why = self.l2.tampered(now.cuda_stream) if self.l2 else None
-            if why:
-                raise Failure(Status.REJECTED, f"{why} during {where}", {"kind": "l2"}, fatal=True)
+    def _load(self, proc: Any) -> None:
+        proc.load(self.problem.kernelbench)
+        if not self.problem.kernelbench:
+            return
+        for slot in self.slots:
+            init = _plain_list(self.problem.module_at(slot.wl).get_init_inputs())
+            proc.model(key(slot), init, self.problem.init_seed,
+                       self.task.judge.module_mode == "train", slot.label, slot.wl.hidden)
 
-    def call(self, fn: Any, args: list[Any], slot: Slot, pattern: int | None) -> tuple[Any, ...]:
-        """One guarded call: poison, run (silenced on hidden workloads), sync, integrity."""
-        if pattern is not None:
-            guards.poison([o.nbytes for o in slot.outputs], self.device, pattern)
-        before = guards.thread_ids()
-        stream = self.torch.cuda.current_stream() if self.cuda else None
-        try:
-            with guards.silenced(slot.wl.hidden):
-                out = fn(*args)
-                if self.cuda:
-                    self.torch.cuda.synchronize()
-        except BaseException as exc:  # the candidate's exception is its verdict
-            raise from_exception(exc, phase="run", where=slot.label, hidden=slot.wl.hidden,
-                                 candidate_dir=self.candidate_dir) from None
-        self.integrity(before, stream, slot.label)
-        return outputs_of(out)
+    def close(self) -> None:
+        for proc in (self.cand, self.perf):
+            if proc is not None:
+                proc.close()
+
+    def timeout_for(self, slot: Slot) -> float:
+        return float(self.opts.timeout_s or self.task.judge.timeout_s)
+
+    def call(self, slot: Slot, args: list[Any], pattern: int | None, return_inputs: bool = False,
+             reuse: bool = False) -> tuple[tuple[Any, ...], list[Any] | None]:
+        """One candidate call in its executor: poison there, run, outputs back, what ran checked."""
+        outs, observed, after = self.cand.call(slot, key(slot), args, pattern=pattern,
+                                               timeout_s=self.timeout_for(slot),
+                                               return_inputs=return_inputs, reuse=reuse)
+        self.check_observed(slot, observed)
+        return outs, after
+
+    def check_observed(self, slot: Slot, observed: dict[str, Any]) -> None:
+        """The audit rules on what the executor saw the call do."""
+        from forgekernel.judge import audit
+
+        if self.ref_ops is None:
+            ref = self.problem.reference_callable(slot.wl)
+            args = self.problem.make(slot.wl, inp.secret_seed())
+            self.ref_ops = audit.eager_compute(lambda: ref(*args))
+        why = audit.observed_violation(observed, own=self.own_kernels, forbid=self.task.policy.forbid,
+                                       ref_ops=self.ref_ops, interpret=self.interpret)
+        if len(self.observed) < 4:
+            self.observed.append({k: observed.get(k) for k in ("launches", "eager")})
+        if why is not None:
+            kind, reason = why
+            raise Failure(Status.REJECTED, f"{reason} (on {slot.label})" if not slot.wl.hidden else reason,
+                          {"kind": "audit", "audit": kind}, fatal=True)
 
     # ------------------------------------------------------------ correctness
     def correctness(self) -> None:
@@ -281,31 +278,22 @@ class Session:
     def trial(self, slot: Slot) -> None:
         args = self.problem.make(slot.wl, inp.secret_seed())
         pristine = inp.clone_args(args)
-        fn = self.fn(slot)
-        out1 = self.call(fn, args, slot, POISON_PATTERNS[0])
-        self.structure(slot, out1)
-        self.mutation(slot, args, pristine)
-        kept = [o.clone() for o in out1]
-        del out1
-        out2 = self.call(fn, inp.clone_args(pristine), slot, POISON_PATTERNS[1])
-        self.structure(slot, out2)
+        out1, after = self.call(slot, args, POISON_PATTERNS[0], return_inputs=True)
+        self.mutation(slot, after or args, pristine)
+        kept = list(out1)
+        out2, _ = self.call(slot, inp.clone_args(pristine), POISON_PATTERNS[1])
         oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
         for k, (out, ref) in enumerate(zip(kept, oracle, strict=True)):
             self.values(slot, k, out, ref)
         for k, (a, b) in enumerate(zip(kept, out2, strict=True)):
             self.repeatable(slot, k, a, b, oracle[k])
         for j in self.mutating:
-            self.values(slot, len(kept) + j, args[j], up[j], tol=self._input_tol(j))
+            self.values(slot, len(kept) + j, (after or args)[j], up[j], tol=self._input_tol(j))
         slot.prints.append((cx.fingerprint(kept[0]), cx.fingerprint(oracle[0])))
 
     def _input_tol(self, j: int) -> cx.OutputTolerance:
         dtype = self.input_dtypes[j]
         return cx.tolerance_for(dtype, 0.0, self.task.judge, interpret=self.interpret)
-
-    def structure(self, slot: Slot, outs: tuple[Any, ...]) -> None:
-        check = cx.check_structure(outs, tuple(slot.outputs))
-        if not check.ok:
-            self.fail(slot, STATUS_OF[check.kind], check)
 
     def mutation(self, slot: Slot, args: list[Any], pristine: list[Any]) -> None:
         changed = [j for j in guards.mutated_inputs(args, pristine) if j not in self.mutating]
@@ -362,3 +350,26 @@ _HIDDEN_WHAT = {"count": "wrong number of outputs", "shape": "wrong output shape
                 "values": "values outside the tolerance", "zero": "all-zero output",
                 "constant": "constant output", "repeat": "results differ between two runs",
                 "mutation": "modified an input in place", "sensitivity": "output ignores its inputs"}
+
+
+def key(slot: Slot) -> str:
+    """The executor's name for a workload (its ModelNew is built per workload)."""
+    from forgekernel.judge.remote import key_of
+
+    return key_of(slot)
+
+
+def _plain_list(values: Any) -> list[Any]:
+    """get_init_inputs() as JSON-able values (numbers, strings, nested lists)."""
+    import torch
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, torch.Tensor) and v.numel() == 1:
+            return v.item()
+        if isinstance(v, (bool, int, float, str)) or v is None:
+            return v
+        raise TypeError(f"get_init_inputs() returned a {type(v).__name__}, which cannot be sent "
+                        "to the candidate's process")
+    return [plain(v) for v in (values or [])]

@@ -1,9 +1,10 @@
-"""The judge's worker process: ``python -m forgekernel.judge.worker`` (run through a Runner).
+"""The verifier: ``python -m forgekernel.judge.worker`` (run through a Runner).
 
-It reads its job from the signed channel first, imports torch, triton and every judge
-module, calibrates the reference, binds the timers and snapshots the harness, and only
-then imports the candidate from the judge-owned copy. Its one answer goes back on the
-signed channel; nothing it prints is ever parsed.
+It reads its job from the signed channel, calibrates the reference, and never imports
+candidate code: the candidate runs in an executor process it starts in a sandbox
+(:mod:`forgekernel.judge.remote`), which gets inputs and returns outputs. Oracle,
+tolerances, comparisons, the reference's timing, the clock and the signing key stay here.
+Its one answer goes back on the signed channel; nothing it prints is ever parsed.
 """
 
 from __future__ import annotations
@@ -38,15 +39,18 @@ def _versions(torch: Any) -> dict[str, str]:
 
 
 def _prepare(env: Envelope, phases: dict[str, float]) -> Any:
-    """Everything before the candidate: session, calibration, clocks, reference ops, snapshot."""
+    """Everything before the candidate's first call: the session, the executor started (it
+    imports torch while the reference is calibrated here), calibration and clocks."""
     clock = _Phases(phases)
     with clock("imports_s"):
-        from forgekernel.judge import audit, perf, timing  # noqa: F401  (loaded before the snapshot)
+        from forgekernel.judge import timing
         from forgekernel.judge.session import Session
-        from forgekernel.profile import launches, roofline  # noqa: F401
 
+    session = Session(env.payload, env.delivery)
+    perf_kernel = env.payload.get("perf_kernel")
+    with clock("spawn_s"):
+        session.spawn(Path(env.payload["kernel"]), Path(perf_kernel) if perf_kernel else None)
     with clock("calibrate_s"):
-        session = Session(env.payload, env.delivery)
         session.calibrate()
     torch = session.torch
     with clock("harness_s"):
@@ -54,13 +58,12 @@ def _prepare(env: Envelope, phases: dict[str, float]) -> Any:
             session.device_name = torch.cuda.get_device_name(0)
             l2 = torch.cuda.get_device_properties(0).L2_cache_size
             session.clock = timing.CudaClock(l2)
-            # torch._inductor stays unimported: the launch audit's profiler does not need it
-            # (profile.launches), and its import would replace torch.manual_seed after the
-            # snapshot, which the integrity check rightly reports as tampering
+            from forgekernel.judge.gated import ReferenceGate
+
+            session.ref_gate = ReferenceGate()
         else:
             session.device_name = "cpu (Triton interpreter)"
             session.clock = timing.HostClock()
-        session.take_snapshot()
     return session
 
 
@@ -72,9 +75,12 @@ def judge_in_process(env: Envelope) -> dict[str, Any]:
     base: dict[str, Any] = {"versions": _versions(torch), "device": ""}
     phases: dict[str, float] = {"torch_s": round(time.perf_counter() - start, 3)}
     start = time.perf_counter()
+    session = None
     try:
         session = _prepare(env, phases)
     except Exception as exc:  # the task or the judge is broken: no verdict on the candidate
+        if session is not None:
+            session.close()
         return {**base, "judge_error": f"{type(exc).__name__}: {exc}"}
     phases["prepare_s"] = round(time.perf_counter() - start, 3)
     session.phases = phases
@@ -87,26 +93,25 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     from forgekernel.judge.failure import Failure
     from forgekernel.records import Status
 
-    status, reason, details, extra, timed = Status.PASSED, "", {}, {}, None
+    status, reason, details, timed = Status.PASSED, "", {}, None
     clock = _Phases(session.phases)
     try:
-        perf_kernel = payload.get("perf_kernel")
         with clock("import_s"):
-            session.load(Path(payload["kernel"]), Path(perf_kernel) if perf_kernel else None)
+            session.load()
         with clock("correctness_s"):
             session.correctness()
-        with clock("audit_s"):
-            extra = _audit(session)
         if session.opts.timing:
             with clock("timing_s"):
                 timed = perf.run(session)
     except Failure as failure:
         status, reason, details = failure.status, failure.reason, failure.details
-    except BaseException as exc:  # after candidate import, any escape is a runtime failure
+    except Exception as exc:  # the verifier itself failed after the candidate was loaded
         status = Status.RUNTIME_ERROR
-        reason = f"the judgement failed after the candidate was imported: {type(exc).__name__}: {exc}"
+        reason = f"the judgement failed after the candidate was loaded: {type(exc).__name__}: {exc}"
         details = {"kind": "judge", "phase": "unknown"}
-    return _result(session, status, reason, details, extra, timed, base)
+    finally:
+        session.close()
+    return _result(session, status, reason, details, timed, base)
 
 
 class _Phases:
@@ -124,32 +129,8 @@ class _Phases:
             self.into[name] = round(time.perf_counter() - start, 3)
 
 
-def _audit(session: Any) -> dict[str, Any]:
-    from forgekernel.judge import audit, perf
-    from forgekernel.judge.failure import from_exception
-    from forgekernel.judge.inputs import secret_seed
-
-    slot = perf.timed_slots(session)[-1]
-    ref_args = session.problem.make(slot.wl, secret_seed())
-    ref = session.problem.reference_callable(slot.wl)
-    ref_ops = audit.eager_compute(lambda: ref(*ref_args))
-    args = session.problem.make(slot.wl, secret_seed())
-    fn = session.fn(slot)
-
-    def call() -> Any:
-        try:
-            return fn(*args)
-        except BaseException as exc:  # the candidate's exception is its verdict
-            raise from_exception(exc, phase="audit", where=slot.label, hidden=False,
-                                 candidate_dir=session.candidate_dir) from None
-
-    return audit.audit(call, device=session.device, own=session.own_kernels,
-                       forbid=session.task.policy.forbid, ref_ops=ref_ops)
-
-
-def _result(session: Any, status: Any, reason: str, details: dict[str, Any], extra: dict[str, Any],
+def _result(session: Any, status: Any, reason: str, details: dict[str, Any],
             timed: dict[str, Any] | None, base: dict[str, Any]) -> dict[str, Any]:
-    from forgekernel.judge import guards
     from forgekernel.records import Status
 
     workloads = []
@@ -163,11 +144,10 @@ def _result(session: Any, status: Any, reason: str, details: dict[str, Any], ext
         "tolerances": [{"output": k, "tol": t.tol, "ref_err": t.ref_err, "source": t.source}
                        for k, t in enumerate(session.tolerances)],
         "nondeterministic": session.nondeterministic, "notes": session.notes,
-        "native_threads": guards.native_threads(), "own_kernels": session.own_kernels,
-        "phases": session.phases, **extra,
+        "own_kernels": session.own_kernels, "phases": session.phases,
+        "sandbox": session.cand.sandbox if session.cand is not None else "",
+        **session.launch_summary(),
     }
-    if session.l2 is not None:
-        profile["persisting_l2_guard"] = session.l2.available
     if "profile" in details:
         profile.update(details.pop("profile"))
     out = {**base, "status": str(status), "reason": reason, "details": details, "workloads": workloads,

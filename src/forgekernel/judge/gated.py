@@ -1,0 +1,183 @@
+"""GPU timing the candidate cannot forge: gated batches measured by the verifier's clock.
+
+Per timed workload, rounds of three batches (reference, candidate, reference), each K calls
+on K input sets that fill a pool larger than the L2 where the workload allows:
+
+1. the candidate's executor enqueues, on its stream, a gate kernel, the K calls on the pool
+   (device memory the verifier owns and shared through CUDA IPC) and a signal kernel, and
+   says so; its host time stays out of the measurement;
+2. only then does the verifier write fresh values (from secret seeds) into the pool, so no
+   answer can exist before the gate opens;
+3. the verifier opens the gate and polls for the signal with its own clock: the batch's
+   wall time over K is the per-call device time;
+4. it asks for the outputs of one call it picks afterwards and of the last, and checks them
+   against the float64 oracle on the values it wrote; work still running after the signal
+   (another stream) is measured by a synchronisation round trip and rejected.
+
+The reference runs the same gated batches in the verifier's own process, which never
+imported candidate code.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from forgekernel.judge import gate, ipc
+from forgekernel.judge import inputs as inp
+from forgekernel.judge.failure import Failure
+from forgekernel.records import Status
+
+BATCH_MS, ROUNDS, MAX_K, POOL_MIN_BYTES = 5.0, 5, 64, 256 << 20
+"""Target device time of a batch, rounds per workload, most calls in a batch, and the pool
+size to reach (twice the H200's L2 and more) where memory allows."""
+GATE_TIMEOUT_S = 60.0
+TAIL_SLACK_MS = 0.2
+"""A synchronisation round trip after the signal may exceed a plain one by this much (plus
+half a call) before it counts as work left running on another stream."""
+
+
+@dataclass
+class _Side:
+    """One side's batch samples (ms per call)."""
+
+    per_call_ms: list[float] = field(default_factory=list)
+    host_ms: list[float] = field(default_factory=list)
+
+
+def _input_bytes(args: list[Any]) -> int:
+    import torch
+
+    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+
+
+def calls_per_batch(ref_ms: float, args: list[Any]) -> int:
+    """K: enough calls for a batch of BATCH_MS and a pool of POOL_MIN_BYTES, at most MAX_K."""
+    by_time = int(BATCH_MS / max(ref_ms, 1e-3)) + 1
+    by_pool = -(-POOL_MIN_BYTES // max(_input_bytes(args), 1))
+    return max(2, min(MAX_K, max(by_time, by_pool)))
+
+
+class ReferenceGate:
+    """The verifier's own gate, for the reference's batches."""
+
+    def __init__(self) -> None:
+        self.words = gate.HostWords()
+        self.device = gate.DeviceGate(self.words)
+        self.batch = 0
+
+    def time(self, fn: Any, sets: list[list[Any]], refresh: Any) -> tuple[float, float]:
+        import torch
+
+        refresh()  # the reference is trusted: its values may be written before it is enqueued
+        self.batch += 1
+        start = time.perf_counter()
+        self.device.wait(self.batch)
+        for args in sets:
+            fn(*args)
+        self.device.signal(self.batch)
+        host = (time.perf_counter() - start) * 1e3
+        seconds = gate.open_and_time(self.words, self.batch, GATE_TIMEOUT_S)
+        torch.cuda.synchronize()
+        if seconds is None:
+            raise RuntimeError("the reference's gated batch did not finish")
+        return seconds * 1e3 / len(sets), host / len(sets)
+
+
+def _refresh(problem: Any, wl: Any, views: list[list[Any]], seeds: list[int]) -> None:
+    """Fresh values from ``seeds`` into the pool views, synchronised."""
+    import torch
+
+    for j, seed in enumerate(seeds):
+        for view, value in zip(views[j], problem.make(wl, seed), strict=True):
+            if isinstance(view, torch.Tensor):
+                view.copy_(value)
+    torch.cuda.synchronize()
+
+
+def time_slot(session: Any, slot: Any) -> dict[str, Any]:
+    """The timing fields of one workload from gated batches (see the module docstring)."""
+    from forgekernel.judge import perf
+
+    problem, wl = session.problem, slot.wl
+    example = problem.make(wl, inp.secret_seed())
+    ref_fn = problem.reference_callable(wl)
+    ref_est = _estimate_ms(ref_fn, example)
+    k = session.opts.reps or calls_per_batch(ref_est, example)
+    slices, nbytes = ipc.layout([a for a in example if hasattr(a, "numel")] * k)
+    pool = ipc.ExportedPool(nbytes)
+    views, descs = _pool_sets(pool, slices, example, k)
+    ref_sets = [problem.make(wl, inp.secret_seed()) for _ in range(k)]
+    session.cand.pools(slot, pool.describe(), descs)
+    ref_gate = session.ref_gate
+    sides = {"ref1": _Side(), "cand": _Side(), "ref2": _Side()}
+    last_seeds: list[int] = []
+    for r in range(-1, ROUNDS):
+        for name in ("ref1", "cand", "ref2"):
+            if name == "cand":
+                last_seeds = [inp.secret_seed() for _ in range(k)]
+                ms, host, tail = session.cand.gated(slot, lambda s=last_seeds: _refresh(problem, wl, views, s),
+                                                    k, session.timeout_for(slot))
+                _tail(slot, tail, ms)
+            else:
+                ms, host = ref_gate.time(ref_fn, ref_sets, lambda: _refresh_local(problem, wl, ref_sets))
+            if r >= 0:
+                sides[name].per_call_ms.append(ms)
+                sides[name].host_ms.append(host)
+    picks = sorted({secrets.randbelow(k), k - 1})
+    outs = session.cand.collect(slot, picks)
+    for j, got in zip(picks, outs, strict=True):
+        perf.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
+    return perf.summarise_sides(session, slot, sides, "device", k)
+
+
+def _refresh_local(problem: Any, wl: Any, sets: list[list[Any]]) -> None:
+    import torch
+
+    for args in sets:
+        inp.refill(args, problem.make(wl, inp.secret_seed()))
+    torch.cuda.synchronize()
+
+
+def _pool_sets(pool: ipc.ExportedPool, slices: list[ipc.Slice], example: list[Any],
+               k: int) -> tuple[list[list[Any]], list[list[dict[str, Any]]]]:
+    """Per input set: the verifier's views into the pool and their descriptions."""
+    import dataclasses
+
+    import torch
+
+    views, descs, at = [], [], 0
+    for _ in range(k):
+        row_v, row_d = [], []
+        for a in example:
+            if isinstance(a, torch.Tensor):
+                s = slices[at]
+                at += 1
+                row_v.append(pool.view(s))
+                row_d.append({"slice": dataclasses.asdict(s)})
+            else:
+                row_v.append(a)
+                row_d.append({"value": a})
+        views.append(row_v)
+        descs.append(row_d)
+    return views, descs
+
+
+def _estimate_ms(fn: Any, args: list[Any]) -> float:
+    import torch
+
+    fn(*args)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn(*args)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3
+
+
+def _tail(slot: Any, extra: float, per_call_ms: float) -> None:
+    if extra > max(0.5 * per_call_ms, TAIL_SLACK_MS):
+        raise Failure(Status.REJECTED, f"{slot.label}: device work continued {extra:.3f} ms after the "
+                      "timed batch signalled its end (work on a stream the calls did not wait for)",
+                      {"kind": "side_stream", "workload": slot.label}, fatal=True)

@@ -1,0 +1,204 @@
+"""The candidate as the verifier sees it: a sandboxed executor process, asked and checked.
+
+:class:`CandidateProcess` turns each request to the executor into what the verifier works
+with: outputs rebuilt from raw bytes after their description was checked against the
+reference's (count, type, shape, dtype, device), the facts the executor observed about the
+call, and a :class:`~forgekernel.judge.failure.Failure` for everything else (the candidate
+raised, died, hung, flooded its output, broke the protocol, or left library functions,
+threads or the stream changed).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from forgekernel.judge import wire
+from forgekernel.judge.executor_client import ExecutorClient, ExecutorGone, ExecutorSpec
+from forgekernel.judge.failure import Failure, from_description
+from forgekernel.records import Status
+
+REQUEST_S = {"load": 600.0, "model": 120.0}
+"""Deadlines of the requests that do not scale with a workload (import compiles nothing)."""
+
+
+class CandidateProcess:
+    """One executor holding one candidate (or a sealed performance reference)."""
+
+    def __init__(self, session: Any, kernel: Path, role: str = "candidate") -> None:
+        self.session, self.kernel, self.role = session, kernel, role
+        spec = ExecutorSpec(candidate_dir=kernel.parent, device=session.device,
+                            interpret=session.interpret, sandbox=not session.opts.unsafe_no_sandbox)
+        self.ex = ExecutorClient(spec)
+        self.calls = self.batch = 0
+
+    @property
+    def sandbox(self) -> str:
+        return self.ex.sandbox_note
+
+    def close(self) -> None:
+        self.ex.close()
+
+    # -- requests
+    def _ask(self, message: dict[str, Any], timeout_s: float, *, phase: str, where: str,
+             hidden: bool = False) -> dict[str, Any]:
+        try:
+            reply = self.ex.ask(message, timeout_s)
+        except ExecutorGone as gone:
+            raise self._gone(gone, phase, where, hidden) from None
+        if "raised" in reply:
+            raise from_description(reply["raised"], phase=phase, where=where, hidden=hidden)
+        if "protocol" in reply:
+            raise Failure(Status.REJECTED, f"the executor refused a request ({reply['protocol']})",
+                          {"kind": "channel"}, fatal=True)
+        self._integrity(reply, where)
+        return reply
+
+    def _gone(self, gone: ExecutorGone, phase: str, where: str, hidden: bool) -> Failure:
+        tail = "" if hidden else self.ex.tail()
+        if gone.kind == "timeout":
+            return Failure(Status.TIMEOUT, f"no answer on {where} within the deadline: the "
+                           "candidate's process was killed", {"kind": "timeout", "tail": tail}, fatal=True)
+        if gone.kind == "protocol":
+            return Failure(Status.REJECTED, f"the candidate's process broke the judge's channel on {where}",
+                           {"kind": "channel", "tail": tail}, fatal=True)
+        kind = "flood" if gone.kind == "flood" else "exit"
+        return Failure(Status.RUNTIME_ERROR, f"{gone} ({phase} on {where})",
+                       {"kind": kind, "tail": tail, "phase": phase}, fatal=True)
+
+    @staticmethod
+    def _integrity(reply: dict[str, Any], where: str) -> None:
+        if reply.get("tampered"):
+            names = [str(n) for n in reply["tampered"]][:5]
+            raise Failure(Status.REJECTED, f"replaced library, timer or judge functions during {where}: "
+                          + ", ".join(names), {"kind": "tamper", "names": names}, fatal=True)
+        if reply.get("threads"):
+            raise Failure(Status.REJECTED, f"left a thread running after {where}: {reply['threads'][0]}",
+                          {"kind": "thread"}, fatal=True)
+        if reply.get("stream"):
+            raise Failure(Status.REJECTED, f"changed the current CUDA stream during {where}",
+                          {"kind": "stream"}, fatal=True)
+
+    def load(self, kernelbench: bool) -> None:
+        """Import the candidate; for KernelBench, build ModelNew at every workload."""
+        entry = "ModelNew" if kernelbench else "run"
+        reply = self._ask({"op": "load", "kernel": str(self.kernel), "entry": entry,
+                           "own": list(self.session.own_kernels)},
+                          REQUEST_S["load"], phase="import", where="import")
+        if "missing" in reply:
+            raise Failure(Status.COMPILE_ERROR, str(reply["missing"])[:200],
+                          {"kind": "entry", "phase": "import"})
+
+    def model(self, key: str, init: list[Any], seed: int, train: bool, where: str, hidden: bool) -> None:
+        self._ask({"op": "model", "key": key, "init": init, "seed": seed, "train": train},
+                  REQUEST_S["model"], phase="init", where=f"ModelNew(*get_init_inputs()) at {where}",
+                  hidden=hidden)
+
+    def call(self, slot: Any, key: str, args: list[Any], *, pattern: int | None, timeout_s: float,
+             return_inputs: bool = False,
+             reuse: bool = False) -> tuple[tuple[Any, ...], dict[str, Any], list[Any] | None]:
+        """Run the candidate once on ``args``: (outputs, observed facts, its inputs after).
+        ``reuse``: in the buffers of the last reused call on this workload, refilled."""
+        self.calls += 1
+        prefix = f"c{self.calls}_"
+        message = {"op": "call", "key": key, "inputs": wire.put_all(args, self.ex.scratch, prefix + "in"),
+                   "poison": pattern, "poison_sizes": [o.nbytes for o in slot.outputs],
+                   "prefix": prefix + "out", "return_inputs": return_inputs, "reuse": reuse}
+        reply = self._ask(message, timeout_s, phase="run", where=slot.label, hidden=slot.wl.hidden)
+        outs = self._outputs(reply.get("outputs"), slot)
+        after = None
+        if return_inputs:
+            after = [wire.get(d, self.ex.scratch, self.session.device, max_bytes=_bytes(a))
+                     if "tensor" in d else a for d, a in zip(reply["inputs"], args, strict=True)]
+        self._clean(prefix)
+        return outs, reply.get("observed") or {}, after
+
+    def repeat(self, slot: Any, key: str, args: list[Any], n: int, timeout_s: float) -> float:
+        """Seconds the verifier's clock measured for ``n`` calls on ``args`` (CPU timing)."""
+        self.calls += 1
+        prefix = f"r{self.calls}_"
+        message = {"op": "repeat", "key": key, "n": n,
+                   "inputs": wire.put_all(args, self.ex.scratch, prefix + "in")}
+        start = time.perf_counter()
+        self._ask(message, timeout_s, phase="timing", where=slot.label)
+        wall = time.perf_counter() - start
+        self._clean(prefix)
+        return wall
+
+    # -- GPU timing (forgekernel.judge.gated)
+    def pools(self, slot: Any, pool: dict[str, Any], sets: list[list[dict[str, Any]]]) -> None:
+        """Hand the executor the verifier's input pool for ``slot`` (CUDA IPC)."""
+        self._ask({"op": "pools", "key": key_of(slot), "pool": pool, "sets": sets}, 120.0,
+                  phase="timing", where=slot.label)
+
+    def gated(self, slot: Any, refresh: Any, k: int, timeout_s: float) -> tuple[float, float, float]:
+        """One gated batch of ``k`` calls: (ms per call, host ms per call, ms of device work
+        left after the signal), all by the verifier's clock."""
+        from forgekernel.judge import gate
+
+        words = self.ex.words
+        self.batch += 1
+        reply = self._ask({"op": "batch", "key": key_of(slot), "batch": self.batch}, timeout_s,
+                          phase="timing", where=slot.label)
+        refresh()  # the values the calls read exist only now, after they were enqueued
+        seconds = gate.open_and_time(words, self.batch, timeout_s)
+        if seconds is None:
+            self.ex.kill()
+            raise Failure(Status.TIMEOUT, f"a timed batch on {slot.label} did not finish within "
+                          f"{timeout_s:.0f} s", {"kind": "timeout"}, fatal=True)
+        base = self._round_trip(sync=False, where=slot.label)
+        synced = self._round_trip(sync=True, where=slot.label)
+        return (seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
+                max(0.0, (synced - base) * 1e3))
+
+    def _round_trip(self, *, sync: bool, where: str) -> float:
+        start = time.perf_counter()
+        self._ask({"op": "ping", "sync": sync}, 60.0, phase="timing", where=where)
+        return time.perf_counter() - start
+
+    def collect(self, slot: Any, picks: list[int]) -> list[tuple[Any, ...]]:
+        """The outputs of calls ``picks`` of the last batch, checked and rebuilt."""
+        self.calls += 1
+        prefix = f"b{self.calls}_"
+        reply = self._ask({"op": "collect", "picks": picks, "prefix": prefix}, 120.0,
+                          phase="timing", where=slot.label)
+        outs = [self._outputs(d, slot) for d in reply.get("outputs", [])]
+        if len(outs) != len(picks):
+            raise Failure(Status.REJECTED, "the executor returned other outputs than asked for",
+                          {"kind": "channel"}, fatal=True)
+        self._clean(prefix)
+        return outs
+
+    def _clean(self, prefix: str) -> None:
+        for path in self.ex.scratch.glob(prefix + "*"):
+            path.unlink(missing_ok=True)
+
+    def _outputs(self, descs: Any, slot: Any) -> tuple[Any, ...]:
+        """The outputs, rebuilt after their descriptions passed the structure checks."""
+        from forgekernel.judge import correctness as cx
+        from forgekernel.judge.session import STATUS_OF
+
+        if not isinstance(descs, list):
+            raise Failure(Status.REJECTED, "the executor answered without outputs", {"kind": "channel"},
+                          fatal=True)
+        check = cx.check_described(descs, tuple(slot.outputs), self.session.device)
+        if not check.ok:
+            self.session.fail(slot, STATUS_OF[check.kind], check)
+        try:
+            return tuple(wire.get(d, self.ex.scratch, self.session.device, max_bytes=o.nbytes)
+                         for d, o in zip(descs, slot.outputs, strict=True))
+        except (wire.WireError, OSError) as exc:
+            raise Failure(Status.REJECTED, f"the candidate's outputs could not be read back: {exc}",
+                          {"kind": "channel"}, fatal=True) from None
+
+
+def key_of(slot: Any) -> str:
+    """The executor's name for a workload (its ModelNew is built per workload)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(slot.wl.axes.items()))
+
+
+def _bytes(value: Any) -> int | None:
+    import torch
+
+    return value.numel() * value.element_size() if isinstance(value, torch.Tensor) else None
