@@ -99,7 +99,7 @@ def test_files_paste_into_one_module(tmp_path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution"))
-    assert mod.GEMM_BLOCK_M == 64 and mod.CONV_ALLOW_TF32 == 1
+    assert mod.GEMM_BLOCK_M == 128 and mod.CONV_ALLOW_TF32 == 1
 
 
 def test_error_measure_flags_wrong_values():

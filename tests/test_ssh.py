@@ -205,7 +205,7 @@ def test_local_env_example_documents_every_setting(repo):
 @pytest.mark.parametrize(("fixture", "status", "reason"), [
     ("correct/rmsnorm_rowwise", "PASSED", ""),
     ("wrong/rmsnorm_wrong_values", "WRONG_VALUES", "exceeds the tolerance"),
-    ("cheating/rmsnorm_forge_channel", "REJECTED", "channel was tampered with"),
+    ("cheating/rmsnorm_forge_channel", "REJECTED", "channel"),
 ])
 def test_judge_over_ssh_gives_the_local_verdict(runner, repo, fixture, status, reason):
     from forgekernel.judge import JudgeOptions, judge

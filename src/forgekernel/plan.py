@@ -126,11 +126,20 @@ def curriculum_outline(task: TaskSpec, coder: str, settings: Settings,
     """The built-in architect's first plan when it covers the task, else a generic outline."""
     if coder == "builtin":
         try:
-            from forgekernel.agents import backend_module
+            from forgekernel.agents import backend_module, builtin_generated
             from forgekernel.agents.base import AgentError, ArchitectContext
 
-            arch = backend_module("builtin").make_architect(settings)
             ref = (Path(task.root) / "reference.py").read_text()
+            match = builtin_generated.preview(task, ref)
+            if match.op == builtin_generated.GENERATED:
+                return {"source": "built-in architect (preview)", "traced": match.graph,
+                        "milestones": [
+                            {"id": "M0", "kind": "architecture", "title": "a candidate generated from "
+                             "the reference through TorchInductor's Triton code generation (lowered "
+                             "when the run starts)", "rows": 1, "gate": []},
+                            {"id": "M1..", "kind": "tuning", "title": "the launch knobs of the "
+                             "generated kernels", "rows": None, "gate": []}]}
+            arch = backend_module("builtin").make_architect(settings)
             timing = "cpu-interpret" if delivery == "cpu" else "device"
             extra = {"delivery": delivery, "timing": timing}
             cur = arch.plan(ArchitectContext(task=task, reference_source=ref, extra=extra)).curriculum

@@ -133,6 +133,30 @@ def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
                                graph=graph.describe(), notes=gen.library, launches=gen.launches)
 
 
+def preview(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
+    """The structure decision without lowering: a template's operator when the reference
+    computes one, else ``generated`` with what the traced graph says (the lowering itself
+    runs when the run starts). For ``forge new --dry-run``."""
+    from forgekernel.generate import classify, examples
+
+    if task.language != "triton":
+        raise builtin_ops.unsupported(task, f"its language is {task.language}; the built-in "
+                                      "agent writes Triton")
+    kernelbench = task.format == "kernelbench"
+    params = () if kernelbench else (builtin_ops.reference_params(source) or ())
+    try:
+        fn, first, _ = examples.flat_example(task, seed=0)
+        graph = classify.trace(fn, first)
+    except Exception as exc:  # the user's reference: one line
+        raise builtin_ops.unsupported(task, f"tracing the reference failed ({_one_line(exc)})") from None
+    if not kernelbench and params:
+        second = examples.flat_example(task, seed=1)[1]
+        found = builtin_ops.semantic_match(fn, [first, second], params, list(graph.small_constants))
+        if found is not None:
+            return builtin_ops.template_match(*found, params, graph.describe())
+    return builtin_ops.OpMatch(GENERATED, params, {}, (), graph=graph.describe())
+
+
 def generate(task: TaskSpec) -> Generated:
     """The generated candidate for ``task`` (cached), or AgentError saying why there is none."""
     key = _key(task)

@@ -61,6 +61,8 @@ def _print_plan(plan: dict) -> None:
     typer.echo(f"target    speedup >= {plan['target']['speedup']:g} over the reference")
     cur = plan["curriculum"]
     typer.echo(f"curriculum ({cur['source']}):" if cur["milestones"] else f"curriculum: {cur.get('error', 'none')}")
+    if cur.get("traced"):
+        typer.echo(f"  traced: {cur['traced']}")
     for m in cur["milestones"]:
         rows = f", {m['rows']} row{'s' if m['rows'] != 1 else ''}" if m["rows"] is not None else ""
         gate = f"; gate: {', '.join(m['gate'])}" if m["gate"] else ""

@@ -46,7 +46,7 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
         digest = cand.source_hash(staged)
         perf_dir = cand.stage(opts.perf_reference, root / "perf") if opts.perf_reference else None
         base = {"candidate": digest, "judge": JUDGE_NAME, "delivery": runner.name}
-        early, checked = _static(task, staged, base)
+        early, checked = _static(task, staged, base, opts.static)
         if early is not None:
             return _finish(early, start)
         payload = {"task": task.model_dump(mode="json"), "options": opts.model_dump(mode="json"),
@@ -61,10 +61,12 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
     return _finish(_from_job(result, base, job.timeout_s), start)
 
 
-def _static(task: TaskSpec, staged: Path,
-            base: dict[str, Any]) -> tuple[Verdict | None, policy.PolicyResult]:
-    """Syntax and policy problems, found before anything runs."""
+def _static(task: TaskSpec, staged: Path, base: dict[str, Any],
+            scan: bool = True) -> tuple[Verdict | None, policy.PolicyResult]:
+    """Syntax and policy problems, found before anything runs (``scan`` False: syntax only)."""
     checked = policy.check_sources(staged, task.policy.forbid)
+    if not scan:
+        checked.violations = []
     return _static_verdict(checked, base), checked
 
 

@@ -65,6 +65,9 @@ TRIVIAL_CALLS = frozenset({
     "names", "layout", "is_sparse", "storage", "nbytes", "itemsize", "get_device", "is_leaf",
     "requires_grad_", "data", "shape_env", "sym_size", "new_tensor", "tensor", "as_tensor",
     "_RecordFunction", "_record_function_enter_new", "_record_function_exit",
+    "_to_copy", "_unsafe_view", "lift_fresh", "lift_fresh_copy", "alias", "_reshape_alias",
+    "split_with_sizes", "resize", "set",
+    "_local_scalar_dense", "scalar_tensor", "_unsafe_index", "unfold",
 })
 """Metadata, allocation, casts and data movement: never count as recomputing the operator."""
 

@@ -18,8 +18,10 @@ Anything the candidate raises is sent back as a description; the verifier decide
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,10 @@ class Executor:
         self.pool_sets: dict[str, list[list[Any]]] = {}
         self.buffers: dict[str, list[Any]] = {}
         self.pending: list[Any] = []
+        from forgekernel.judge import watch
+
         self.harness = guards.Harness(guards.harness_targets())  # before any candidate code
+        self.attempts = watch.install(str(scratch))
         self.module: Any = None
         self.fn: Any = None
         self.models: dict[str, Any] = {}
@@ -51,6 +56,10 @@ class Executor:
         from forgekernel.judge import guards
 
         facts: dict[str, Any] = {}
+        if self.attempts.seen:
+            facts["attempts"] = list(self.attempts.seen)
+        if _timers():
+            facts["timers"] = _timers()
         changed = self.harness.changes()
         if changed:
             facts["tampered"] = changed[:10]
@@ -121,7 +130,8 @@ class Executor:
         before = guards.thread_ids()
         stream = torch.cuda.current_stream() if self.device == "cuda" else None
         start = time.perf_counter()
-        with observe.watching(self.interpret) as seen:
+        watching = observe.watching(self.interpret) if msg.get("observe", True) else _unwatched()
+        with watching as seen:
             out = fn(*args)
             if self.device == "cuda":
                 torch.cuda.synchronize()
@@ -129,8 +139,9 @@ class Executor:
         facts = self.integrity(before, stream)
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         prefix = str(msg.get("prefix", "out"))
+        observed = observe.summary(seen, args, outs, self.own) if msg.get("observe", True) else {}
         reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix),
-                 "observed": observe.summary(seen, args, outs, self.own), "host_ms": host_ms, **facts}
+                 "observed": observed, "host_ms": host_ms, **facts}
         if msg.get("return_inputs"):
             reply["inputs"] = wire.put_all(args, self.scratch, prefix + "_in")
         return reply
@@ -220,6 +231,32 @@ class Executor:
         return {"ok": True}
 
 
+@contextlib.contextmanager
+def _unwatched() -> Iterator[Any]:
+    """A timed call: nothing observed, so it cannot tell itself apart from a caller's."""
+    from forgekernel.judge.observe import Seen
+
+    yield Seen()
+
+
+def interpret_flag(argv: list[str]) -> bool:
+    return len(argv) > 4 and argv[4] == "1"
+
+
+def _timers() -> list[str]:
+    """Interval timers and Python signal handlers the candidate installed."""
+    import signal
+
+    found = [name for name, which in (("ITIMER_REAL", signal.ITIMER_REAL),
+                                      ("ITIMER_VIRTUAL", signal.ITIMER_VIRTUAL),
+                                      ("ITIMER_PROF", signal.ITIMER_PROF))
+             if signal.getitimer(which) != (0.0, 0.0)]
+    for sig in (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2):
+        if callable(signal.getsignal(sig)):
+            found.append(f"handler for {signal.Signals(sig).name}")
+    return found
+
+
 def _plain(value: Any) -> Any:
     """An init argument as sent (numbers, strings, booleans and lists of them)."""
     if isinstance(value, list):
@@ -254,11 +291,17 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
 
 def main(argv: list[str]) -> None:
     """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD``."""
+    sys.dont_write_bytecode = True  # python -I ignores PYTHONDONTWRITEBYTECODE; nothing is written
     import torch  # noqa: F401  (before any candidate code)
 
-    from forgekernel.judge import observe  # noqa: F401
+    from forgekernel import task  # noqa: F401  (its import writes nothing later)
+    from forgekernel.judge import failure, guards, observe, wire  # noqa: F401
+
+    with observe.watching(interpret_flag(argv)):  # its modes import torch._dynamo, which
+        torch.zeros(1) + 1  # rewraps torch.manual_seed: done before the library snapshot
 
     cmd_fd, res_fd, scratch, device, interpret, words_fd = argv
+
     ex = Executor(Path(scratch), device, interpret == "1", int(words_fd))
     serve(ex, int(cmd_fd), int(res_fd))
 

@@ -101,10 +101,11 @@ class ExecutorClient:
         from forgekernel import sandbox
 
         env = _env(self.spec)
+        self.launch = None
         if not self.spec.sandbox:
             self.sandbox_note = "none (--unsafe-no-sandbox)"
-            return {"args": [sys.executable, "-I", "-m", "forgekernel.judge.executor", *argv],
-                    "env": {**env, "PYTHONPATH": os.pathsep.join(sandbox.python_paths())},
+            return {"args": sandbox.python_argv("forgekernel.judge.executor", argv),
+                    "env": env,
                     "cwd": str(self.scratch)}
         mech = sandbox.detect()
         if mech is None:
@@ -114,6 +115,7 @@ class ExecutorClient:
                                    env=env, gpu=self.spec.device == "cuda", pid_namespace=True)
         launch = sandbox.command(mech, spec, sandbox.python_argv("forgekernel.judge.executor", argv))
         self.sandbox_note = f"{mech.name} {mech.version}".strip()
+        self.launch = launch
         return launch.popen_kwargs()
 
     def _flood(self) -> None:
@@ -158,10 +160,25 @@ class ExecutorClient:
             self.proc.wait()
             if self.flooded:
                 raise ExecutorGone("flood", "printed more than the output cap") from None
-            rc = self.proc.returncode
-            what = f"killed by signal {-rc}" if rc is not None and rc < 0 else f"exited with code {rc}"
             raise ExecutorGone("died" if "closed" in str(exc) else "protocol",
-                               f"the candidate's process {what}") from None
+                               f"the candidate's process {self.ended()}") from None
+
+    def ended(self) -> str:
+        """How the executor process ended, in words (the sandbox's exit status decoded)."""
+        import signal
+
+        rc = self.proc.returncode
+        if rc is None:
+            return "did not answer"
+        code, sig = self.launch.status(rc) if self.launch is not None else (
+            (None, -rc) if rc < 0 else (rc, None))
+        if sig is not None:
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = "unknown"
+            return f"was killed by signal {sig} ({name})"
+        return f"exited with code {code} before answering"
 
 
 def _env(spec: ExecutorSpec) -> dict[str, str]:

@@ -31,6 +31,7 @@ class Seen:
     """One call's observations (live objects until :meth:`summary`)."""
 
     calls: list[str] = field(default_factory=list)
+    aten: list[str] = field(default_factory=list)
     flows: list[tuple[set[int], set[int]]] = field(default_factory=list)
     launches: list[dict[str, Any]] = field(default_factory=list)
     keep: list[Any] = field(default_factory=list)
@@ -73,7 +74,16 @@ def _span(t: Any) -> tuple[int, int] | None:
 
 @contextlib.contextmanager
 def _eager(seen: Seen) -> Iterator[None]:
+    """Torch functions by name (policy names) and ATen ops by dispatch (no alias escapes it:
+    ``torch.ops.aten.*`` or any other name reaches the dispatcher as the same op)."""
     from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not seen.inside[0]:
+                seen.aten.append(getattr(func, "__name__", str(func)).split(".")[0])
+            return func(*args, **(kwargs or {}))
 
     class _Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -87,7 +97,7 @@ def _eager(seen: Seen) -> Iterator[None]:
                     seen.keep.append((args, kwargs, result))
             return result
 
-    with _Mode():
+    with _Mode(), _Ops():
         yield
 
 
@@ -188,7 +198,7 @@ def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...],
     by_loads = [launch for launch in mine if "loads" in launch]
     result: dict[str, Any] = {
         "launches": [launch["name"] for launch in seen.launches],
-        "eager": sorted({op_key(n) for n in seen.calls} - TRIVIAL_CALLS),
+        "eager": sorted(compute_ops(seen)),
         "calls": sorted(set(seen.calls)),
         "outputs_written": [isinstance(o, torch.Tensor) and (o.numel() == 0 or
                             o.untyped_storage().data_ptr() in reach) for o in outputs],
@@ -199,6 +209,20 @@ def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...],
         result["inputs_loaded"] = [_hit(a, by_loads, "loads", seen.flows) for a in inputs]
         result["outputs_stored"] = [_hit(o, by_loads, "stores", seen.flows, back=True) for o in outputs]
     return result
+
+
+def compute_ops(seen: Seen) -> set[str]:
+    """Op keys of the arithmetic the Python side did: torch functions and ATen ops alike."""
+    keys = {op_key(n) for n in seen.calls} | {op_key(n) for n in seen.aten}
+    return keys - TRIVIAL_CALLS
+
+
+def eager_ops(call: Callable[[], Any]) -> set[str]:
+    """The compute op keys of an eager callable (the reference, in the verifier)."""
+    seen = Seen()
+    with _eager(seen):
+        call()
+    return compute_ops(seen)
 
 
 def _reach(flows: list[tuple[set[int], set[int]]], start: set[int]) -> set[int]:

@@ -31,6 +31,9 @@ class JudgeOptions(BaseModel):
     """Hard wall-clock limit of the worker process (default: the task's ``[judge] timeout_s``)."""
     reps: int | None = Field(None, ge=2, le=2000)
     """Timed repetitions per side and workload (default: chosen from a time budget)."""
+    static: bool = True
+    """Run the static source scan first (fast feedback on banned calls). Off, only what the
+    candidate does when it runs decides; no verdict depends on the scan."""
     unsafe_no_sandbox: bool = False
     """Run the candidate's executor without the sandbox (``--unsafe-no-sandbox``): it then
     sees this user's files and network; the verdict says so."""

@@ -69,6 +69,15 @@ class CandidateProcess:
 
     @staticmethod
     def _integrity(reply: dict[str, Any], where: str) -> None:
+        if reply.get("attempts"):
+            what = [str(a) for a in reply["attempts"]][:3]
+            raise Failure(Status.REJECTED, f"during {where} the kernel " + "; ".join(what)
+                          + " (kernels run without credentials, network or files outside their "
+                          "scratch directory)", {"kind": "escape", "attempts": what}, fatal=True)
+        if reply.get("timers"):
+            raise Failure(Status.REJECTED, f"installed {', '.join(map(str, reply['timers'][:3]))} "
+                          f"during {where} (timers and signal handlers can slow what is timed)",
+                          {"kind": "tamper"}, fatal=True)
         if reply.get("tampered"):
             names = [str(n) for n in reply["tampered"]][:5]
             raise Failure(Status.REJECTED, f"replaced library, timer or judge functions during {where}: "
@@ -96,15 +105,16 @@ class CandidateProcess:
                   hidden=hidden)
 
     def call(self, slot: Any, key: str, args: list[Any], *, pattern: int | None, timeout_s: float,
-             return_inputs: bool = False,
-             reuse: bool = False) -> tuple[tuple[Any, ...], dict[str, Any], list[Any] | None]:
+             return_inputs: bool = False, reuse: bool = False,
+             observe: bool = True) -> tuple[tuple[Any, ...], dict[str, Any], list[Any] | None]:
         """Run the candidate once on ``args``: (outputs, observed facts, its inputs after).
         ``reuse``: in the buffers of the last reused call on this workload, refilled."""
         self.calls += 1
         prefix = f"c{self.calls}_"
         message = {"op": "call", "key": key, "inputs": wire.put_all(args, self.ex.scratch, prefix + "in"),
                    "poison": pattern, "poison_sizes": [o.nbytes for o in slot.outputs],
-                   "prefix": prefix + "out", "return_inputs": return_inputs, "reuse": reuse}
+                   "prefix": prefix + "out", "return_inputs": return_inputs, "reuse": reuse,
+                   "observe": observe}
         reply = self._ask(message, timeout_s, phase="run", where=slot.label, hidden=slot.wl.hidden)
         outs = self._outputs(reply.get("outputs"), slot)
         after = None

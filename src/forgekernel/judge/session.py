@@ -226,22 +226,25 @@ class Session:
         return float(self.opts.timeout_s or self.task.judge.timeout_s)
 
     def call(self, slot: Slot, args: list[Any], pattern: int | None, return_inputs: bool = False,
-             reuse: bool = False) -> tuple[tuple[Any, ...], list[Any] | None]:
-        """One candidate call in its executor: poison there, run, outputs back, what ran checked."""
+             reuse: bool = False, observe: bool = True) -> tuple[tuple[Any, ...], list[Any] | None]:
+        """One candidate call in its executor: poison there, run, outputs back, what ran checked
+        (``observe`` False: a timed call, which is checked by its answer only)."""
         outs, observed, after = self.cand.call(slot, key(slot), args, pattern=pattern,
                                                timeout_s=self.timeout_for(slot),
-                                               return_inputs=return_inputs, reuse=reuse)
-        self.check_observed(slot, observed)
+                                               return_inputs=return_inputs, reuse=reuse,
+                                               observe=observe)
+        if observe:
+            self.check_observed(slot, observed)
         return outs, after
 
     def check_observed(self, slot: Slot, observed: dict[str, Any]) -> None:
         """The audit rules on what the executor saw the call do."""
-        from forgekernel.judge import audit
+        from forgekernel.judge import audit, observe
 
         if self.ref_ops is None:
             ref = self.problem.reference_callable(slot.wl)
             args = self.problem.make(slot.wl, inp.secret_seed())
-            self.ref_ops = audit.eager_compute(lambda: ref(*args))
+            self.ref_ops = observe.eager_ops(lambda: ref(*args))
         why = audit.observed_violation(observed, own=self.own_kernels, forbid=self.task.policy.forbid,
                                        ref_ops=self.ref_ops, interpret=self.interpret)
         if len(self.observed) < 4:
