@@ -39,7 +39,7 @@ performance = "speedup >= 3"
 mechanism = ["launches == 1"]
 """
 
-CHECK_SCRIPT = "import kernel; print('check sees', kernel.run(6, 7))"
+CHECK_SCRIPT = "import sys; sys.path.insert(0, {!r}); import kernel; print('check sees', kernel.run(6, 7))"
 """A stand-in check command: imports the workspace's kernel.py and calls it."""
 
 HIDDEN = Workload(axes={"M": 3, "N": 777}, hidden=True)
@@ -72,7 +72,7 @@ def coder_ctx(ws: Path, row: str = "M0.1", check: bool = True, **kw) -> CoderCon
         prescriptions=("keep the row in registers when N <= 16384",),
         feedback=kw.pop("feedback", ""),
         history=(AttemptNote(seq=1, row="M0.1", status="WRONG_VALUES", summary="forgot eps"),),
-        best=None, check_command=kw.pop("check_command", (sys.executable, "-c", CHECK_SCRIPT) if check else ()),
+        best=None, check_command=kw.pop("check_command", (sys.executable, "-c", CHECK_SCRIPT.format(str(ws))) if check else ()),
         **kw)
 
 

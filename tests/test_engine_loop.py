@@ -93,7 +93,7 @@ def test_a_changed_candidate_is_not_judged(tmp_path):
     engine.run(root, coder, architect, judge, CPU, limits={"iterations": 1})
     rd = rundir.open(root)
     best = [e for e in ledger.read(rd.ledger)[0] if isinstance(e, Attempt)][0].candidate
-    led = ledger.Ledger(rd.ledger)
+    led = ledger.Ledger(rd.ledger, rd.ledger_key())
     led.append(ledger.StartedEvent(seq=2, milestone="M0", row="M0.1", candidate=best,
                                    agent={"agent": "scripted"}))  # pending, as if killed
     (rd.candidate_src(best) / "kernel.py").write_text("def run(x, weight):\n    return x\n")
@@ -137,7 +137,7 @@ def test_run_dir_layout(tmp_path):
     cfg = rd.config
     assert cfg.task == "rmsnorm" and cfg.agent == "scripted" and cfg.delivery == "cpu"
     assert cfg.budget.iterations == 40 and cfg.target == 1000.0
-    assert (rd.task_dir / "reference.py").is_file() and (rd.workspace / ".git").is_dir()
+    assert (rd.task_dir / "reference.py").is_file() and rd.git_dir.is_dir() and not (rd.workspace / ".git").exists()
     assert "def run(x, weight):" in (rd.workspace / "kernel.py").read_text()
     assert not any("KEY" in line for line in rd.run_toml.read_text().splitlines())
     with pytest.raises(rundir.RunDirError, match="already exists"):

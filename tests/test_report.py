@@ -37,7 +37,7 @@ def device_verdict(cid: str) -> Verdict:
 
 def write_run(tmp_path, verdicts, end_met: bool | None = None, floors=True):
     rd = rundir.open(new_run(tmp_path, target=1.5))
-    led = L.Ledger(rd.ledger)
+    led = L.Ledger(rd.ledger, rd.ledger_key())
     led.append(L.SessionEvent(delivery="local", agent="builtin", architect="builtin"))
     led.append(L.PlanEvent(version=1, reason="initial", after_seq=0, curriculum=C.to_dict(PLAN), agent=COST))
     for seq, v in enumerate(verdicts, 1):
@@ -97,8 +97,9 @@ def test_the_confirmation_is_the_verdict_shown(tmp_path):
     rd = write_run(tmp_path, [device_verdict("c000000000000001")])
     first = device_verdict("c000000000000001")
     again = first.model_copy(update={"speedup": 1.8})
-    L.Ledger(rd.ledger).append(L.ConfirmEvent(candidate="c000000000000001", after_seq=1, verdict=again,
-                                              target=1.5, met=True))
+    led = L.Ledger(rd.ledger, rd.ledger_key())
+    led.append(L.ConfirmEvent(candidate="c000000000000001", after_seq=1, verdict=again,
+                              target=1.5, met=True))
     state = L.read(rd.ledger)[0]
     from forgekernel.runstate import replay
 

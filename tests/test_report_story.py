@@ -34,7 +34,7 @@ def ledger_run(tmp_path, verdicts, end: str, met: bool = False, plans=(PLAN,), g
     """A run dir whose ledger holds these plans, attempts (best when faster by the noise), gates
     (after_seq, milestone) and an end line."""
     rd = rundir.open(new_run(tmp_path))
-    led = L.Ledger(rd.ledger)
+    led = L.Ledger(rd.ledger, rd.ledger_key())
     led.append(L.SessionEvent(delivery="cpu", agent="builtin", architect="builtin"))
     events: list[tuple[int, object]] = [(0, L.PlanEvent(version=1, reason="initial", after_seq=0,
                                                         curriculum=plans[0], agent=COST))]

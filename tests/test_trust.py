@@ -92,3 +92,59 @@ def test_the_verdict_says_which_sandbox_ran_the_candidate():
     assert verdict.profile["sandbox"].split()[0] in ("bwrap", "stdlib")
     unsafe = _judge(CORRECT, unsafe_no_sandbox=True)
     assert unsafe.passed and "unsafe" in unsafe.profile["sandbox"]
+
+
+def _run_dir(tmp_path: Path) -> Path:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "forgekernel.cli", "new", str(ROOT / "tasks" / "rmsnorm"),
+                          "--out", str(tmp_path / "run")], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return tmp_path / "run"
+
+
+def _forge(*args: str, cwd: Path):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "forgekernel.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=600)
+
+
+def test_a_ledger_line_not_written_by_the_engine_is_refused(tmp_path):
+    from forgekernel import ledger, rundir
+    from forgekernel.records import AgentCost, Attempt, Status, Verdict
+
+    rd = rundir.open(_run_dir(tmp_path))
+    good = ledger.Ledger(rd.ledger, rd.ledger_key())
+    good.append(ledger.SessionEvent(pid=1))
+    assert _forge("status", str(rd.root), cwd=tmp_path).returncode == 0
+    forged = Attempt(seq=1, time=ledger.now(), agent=AgentCost(agent="builtin"), candidate="ab",
+                     verdict=Verdict(status=Status.PASSED, speedup=99.0), accepted=True, best=True)
+    with open(rd.ledger, "a") as fh:
+        fh.write(forged.model_dump_json() + "\n")
+    for cmd in (("status", str(rd.root)), ("run", str(rd.root), "--max-iterations", "1")):
+        out = _forge(*cmd, cwd=tmp_path)
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert out.stderr.startswith("forge: error:") and "signature" in out.stderr
+        assert out.stderr.count("\n") == 1
+
+
+def test_git_in_the_workspace_runs_no_command_an_agent_plants(tmp_path):
+    from forgekernel import rundir
+    from forgekernel.workspace import Workspace
+
+    rd = rundir.open(_run_dir(tmp_path))
+    assert rd.git_dir.is_dir() and not (rd.workspace / ".git").exists()
+    marker = tmp_path / "ran"
+    fake = rd.workspace / ".git"
+    fake.mkdir()
+    (fake / "config").write_text(f"[core]\n\tfsmonitor = touch {marker}\n")
+    (rd.workspace / ".gitattributes").write_text("* filter=evil\n")
+    (rd.workspace / "kernel.py").write_text("# changed by an agent\n")
+    ws = Workspace(rd.workspace, rd.git_dir)
+    ws.git("status")
+    ws.reset()
+    assert not marker.exists()
+    assert "changed by an agent" not in (rd.workspace / "kernel.py").read_text()

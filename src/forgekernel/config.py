@@ -162,5 +162,14 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def state_home() -> Path:
+    """forge's own state directory (ledger keys): FK_STATE_DIR, else
+    $XDG_STATE_HOME/forgekernel, else ~/.local/state/forgekernel."""
+    if os.environ.get("FK_STATE_DIR"):
+        return Path(os.environ["FK_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "forgekernel"
+
+
 def debug_enabled() -> bool:
     return os.environ.get("FK_DEBUG", "") not in ("", "0")

@@ -92,7 +92,7 @@ def _locked(rd: rundir.RunDir) -> Iterator[None]:
 
 def load_state(rd: rundir.RunDir) -> RunState:
     """The run's state from its ledger, read-only (a torn last line is ignored)."""
-    return replay(Ledger(rd.ledger).events(), rd.config.engine.max_retries, str(rd.ledger))
+    return replay(Ledger(rd.ledger, rd.ledger_key()).events(), rd.config.engine.max_retries, str(rd.ledger))
 
 
 __all__ = ["EngineError", "Judge", "Limits", "Prescriber", "Profiler", "ProgressEvent",

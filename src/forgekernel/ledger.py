@@ -120,9 +120,20 @@ _KINDS: dict[str, type[Marker]] = {c.model_fields["kind"].default: c for c in (
     SessionEvent, PlanEvent, StartedEvent, RowEvent, GateEvent, ConfirmEvent, EndEvent)}
 
 
+_SIG = ',"sig":"'
+
+
+def split_sig(text: str) -> tuple[str, str | None]:
+    """(the line without its signature, the signature or None)."""
+    head, sep, tail = text.rpartition(_SIG)
+    if not sep or not tail.endswith('"}') or len(tail) != 66:
+        return text, None
+    return head + "}", tail[:-2]
+
+
 def parse_line(text: str) -> Event:
     """One line -> its record; ValueError (or ValidationError) when it is not one."""
-    obj = json.loads(text)
+    obj = json.loads(split_sig(text)[0])
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     kind = obj.get("kind")
@@ -138,28 +149,49 @@ def _blank(raw: bytes) -> bool:
     return not raw.strip(b"\0 \t\r")
 
 
-def read(path: Path) -> tuple[list[Event], int]:
+def read(path: Path, key: bytes | None = None) -> tuple[list[Event], int]:
     """All events, and how many bytes at the end are a torn (unfinished) last line.
 
     Only the last line may be torn: unfinished (no newline yet), or NUL bytes a crash left.
     Any other line that does not parse, the last one included, is a LedgerError: a complete
     line was written whole, so damage there is not an interruption and is never dropped.
+    With the run's ``key`` (:mod:`forgekernel.seal`), every line's signature must follow
+    from the one before: a line the engine did not write is refused.
     """
+    return _read(path, key)[:2]
+
+
+def _read(path: Path, key: bytes | None) -> tuple[list[Event], int, str]:
     if not path.exists():
-        return [], 0
+        return [], 0, ""
     data = path.read_bytes()
     *complete, tail = data.split(b"\n")
     events: list[Event] = []
+    last = ""
     for n, raw in enumerate(complete, 1):
         try:
-            events.append(parse_line(raw.decode()))
+            text = raw.decode()
+            events.append(parse_line(text))
         except (ValueError, UnicodeDecodeError, ValidationError) as exc:
             if n == len(complete) and not tail and _blank(raw):
-                return events, len(raw) + 1
+                return events, len(raw) + 1, last
             raise LedgerError(f"{path}: line {n} is damaged ({_one_line(exc)}); only a torn "
                               "last line is repaired: restore the file, or cut the ledger before "
                               f"line {n} to resume from there") from None
-    return events, len(tail)
+        if key is not None:
+            last = _verified(path, n, key, last, text)
+    return events, len(tail), last
+
+
+def _verified(path: Path, n: int, key: bytes, previous: str, text: str) -> str:
+    from forgekernel import seal
+
+    body, sig = split_sig(text)
+    if sig is None or not seal.check(key, previous, body, sig):
+        raise LedgerError(f"{path}: line {n} does not carry the engine's signature (it was written "
+                          "or changed outside forge, or lines were reordered); the run is not "
+                          "resumed: restore the ledger")
+    return sig
 
 
 def _one_line(exc: BaseException) -> str:
@@ -173,15 +205,18 @@ def _one_line(exc: BaseException) -> str:
 class Ledger:
     """Appends to ``ledger.jsonl``: one write per line, fsynced before returning."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, key: bytes | None = None) -> None:
+        self.path, self.key = path, key
+        self.last: str | None = None
+        """The last line's signature (read on first use)."""
 
     def events(self) -> list[Event]:
-        return read(self.path)[0]
+        events, _, self.last = _read(self.path, self.key)
+        return events
 
     def repair(self) -> int:
         """Cut a torn last line (left by a kill mid-write); returns the bytes removed."""
-        _, torn = read(self.path)
+        _, torn, self.last = _read(self.path, self.key)
         if torn:
             size = self.path.stat().st_size
             with open(self.path, "r+b") as fh:
@@ -195,6 +230,14 @@ class Ledger:
         text = event.model_dump_json(exclude_none=False)
         if "\n" in text:
             raise LedgerError("a ledger line must not contain a newline")
+        if self.key is not None:
+            from forgekernel import seal
+
+            if self.last is None:
+                self.last = _read(self.path, self.key)[2]
+            sig = seal.sign(self.key, self.last, text)
+            text = text[:-1] + _SIG + sig + '"}'
+            self.last = sig
         data = (text + "\n").encode()
         created = not self.path.exists()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -208,7 +208,7 @@ def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
     from forgekernel.plots import write_plots
 
     if state is None:
-        state = replay(ledger.read(rd.ledger)[0], rd.config.engine.max_retries, str(rd.ledger))
+        state = replay(ledger.read(rd.ledger, rd.ledger_key())[0], rd.config.engine.max_retries, str(rd.ledger))
     verdict, _ = best_verdict(state)
     ref = rundir.read_json(rd.reference) if rd.reference.exists() else {}
     target = rd.target

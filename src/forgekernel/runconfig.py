@@ -63,6 +63,8 @@ class RunConfig:
     """run.toml as read: every key checked, defaults applied once."""
 
     path: Path
+    id: str | None = None
+    """The run's id: names its ledger key (:mod:`forgekernel.seal`); None before sealing."""
     task: str = ""
     delivery: str = "auto"
     agent: str | None = None
@@ -126,7 +128,7 @@ def _delivery(v: Any) -> str:
     return v
 
 
-TOP: dict[str, Check] = {"task": _text, "created": _text, "forgekernel": _text,
+TOP: dict[str, Check] = {"id": _text, "task": _text, "created": _text, "forgekernel": _text,
                          "delivery": _delivery, "agent": _name, "architect": _name,
                          "model": _text, "gpu": _whole(0)}
 BUDGET: dict[str, Check] = {"iterations": _whole(1), "minutes": _number(0, above=True),
@@ -171,7 +173,8 @@ def parse(path: Path, text: str) -> RunConfig:
         raise RunConfigError(f"{path}: not valid TOML ({exc}); fix or restore it") from None
     top = _table(path, "", raw, TOP)
     tables = {name: _table(path, name, raw.get(name), checks) for name, checks in TABLES.items()}
-    return RunConfig(path=path, task=top.get("task", ""), delivery=top.get("delivery", "auto"),
+    return RunConfig(path=path, id=top.get("id"), task=top.get("task", ""),
+                     delivery=top.get("delivery", "auto"),
                      agent=top.get("agent"), architect=top.get("architect"), model=top.get("model"),
                      gpu=top.get("gpu"), target=tables["target"].get("speedup"),
                      budget=Budget(**tables["budget"]), engine=EngineKnobs(**tables["engine"]),

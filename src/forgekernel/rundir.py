@@ -56,6 +56,11 @@ class RunDir:
         return self.root / "task"
 
     @property
+    def git_dir(self) -> Path:
+        """The workspace's git repository, outside the workspace (out of an agent's reach)."""
+        return self.root / "workspace.git"
+
+    @property
     def run_toml(self) -> Path:
         return self.root / "run.toml"
 
@@ -116,6 +121,12 @@ class RunDir:
     def config(self) -> runconfig.RunConfig:
         """run.toml, read and checked once (a damaged file is a one-line RunConfigError)."""
         return runconfig.load(self.run_toml)
+
+    def ledger_key(self) -> bytes | None:
+        """The key that signs this run's ledger (None for a run dir made before sealing)."""
+        from forgekernel import seal
+
+        return seal.key_for(self.config.id, self.root)
 
     def task(self) -> TaskSpec:
         """The task snapshot (the reference is imported by the judge, not here), with the
@@ -187,7 +198,7 @@ def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path
         shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
         atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
         rd.candidates.mkdir()
-        workspace.Workspace(rd.workspace).init({"kernel.py": stub_kernel(task)})
+        workspace.Workspace(rd.workspace, rd.git_dir).init({"kernel.py": stub_kernel(task)})
     except (OSError, ForgeError) as exc:
         if made:  # no half-made run dir is left behind
             shutil.rmtree(root, ignore_errors=True)
@@ -210,8 +221,11 @@ def _fresh_dir(base: Path, name: str) -> Path:
 def run_config(task: TaskSpec, settings: Settings) -> dict[str, Any]:
     """The resolved configuration written to run.toml (no secrets, no None values)."""
     agent = settings.agent or "builtin"
+    from forgekernel import seal
+
     cfg: dict[str, Any] = {
-        "task": task.name, "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "id": seal.new_run_id(), "task": task.name,
+        "created": datetime.now().astimezone().isoformat(timespec="seconds"),
         "forgekernel": __version__, "delivery": settings.delivery, "agent": agent,
         "architect": settings.architect or agent,
         "budget": {"iterations": task.budget.iterations, "minutes": task.budget.minutes,

@@ -31,7 +31,7 @@ def collect(rd: rundir.RunDir, last: int = 5) -> dict[str, Any]:
     """Everything `forge status` shows, as JSON-ready data."""
     cfg = rd.config
     limits = Limits.from_config(cfg, rd.target)
-    events, torn = ledger.read(rd.ledger)
+    events, torn = ledger.read(rd.ledger, rd.ledger_key())
     st = replay(events, limits.max_retries, str(rd.ledger))
     session = st.sessions[-1] if st.sessions else None
     verdict, source = best_verdict(st)

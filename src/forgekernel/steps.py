@@ -48,8 +48,8 @@ class Steps:
     def __init__(self, rd: rundir.RunDir, seams: Seams, limits: Limits, progress: Progress) -> None:
         self.rd, self.seams, self.limits, self.say = rd, seams, limits, progress
         self.task = rd.task()
-        self.ledger = Ledger(rd.ledger)
-        self.ws = Workspace(rd.workspace)
+        self.ledger = Ledger(rd.ledger, rd.ledger_key())
+        self.ws = Workspace(rd.workspace, rd.git_dir)
         self.state = RunState(max_retries=limits.max_retries)
         self.reference_source = (rd.task_dir / "reference.py").read_text()
         self.gate: C.GateResult | None = None

@@ -1,4 +1,10 @@
-"""The coder's workspace: a git repo whose HEAD is always the best kernel so far.
+"""The coder's workspace: a git work tree whose HEAD is always the best kernel so far.
+
+The repository itself (``workspace.git`` beside the workspace in the run dir) is out of
+the agent's reach, and every git call runs with no system or global configuration and with
+hooks, fsmonitor, pagers, editors, external diff and ssh commands off: nothing an agent
+writes into the workspace makes the engine's git run a command. Run dirs made before this
+keep their ``workspace/.git``, used with the same overrides.
 
 Tags: ``start`` (the stub), ``best`` (the best correct candidate), ``c<seq>`` (every
 accepted candidate). A correct candidate is committed on top of the best and tagged; when
@@ -19,7 +25,12 @@ from forgekernel.errors import ForgeError
 from forgekernel.rundir import IGNORED, copy_files
 
 _IDENT = ["-c", "user.name=forgekernel", "-c", "user.email=forge@localhost",
-          "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
+          "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false", "-c", "core.hooksPath=/dev/null",
+          "-c", "core.fsmonitor=false", "-c", "core.pager=cat", "-c", "core.editor=true",
+          "-c", "core.sshCommand=false", "-c", "diff.external=", "-c", "core.askPass=",
+          "-c", "credential.helper=", "-c", "protocol.allow=never", "-c", "core.untrackedCache=false"]
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1"}
 
 
 class WorkspaceError(ForgeError, RuntimeError):
@@ -29,13 +40,19 @@ class WorkspaceError(ForgeError, RuntimeError):
 class Workspace:
     """git operations on ``root`` (the run dir's workspace/)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, git_dir: Path | None = None) -> None:
         self.root = root
+        git_dir = git_dir or root.parent / "workspace.git"
+        legacy = root / ".git"
+        use_legacy = (not git_dir.exists() and legacy.is_dir()
+                                          and (legacy / "HEAD").is_file())
+        self.git_dir = legacy if use_legacy else git_dir
 
     def git(self, *args: str, check: bool = True) -> str:
+        where = ["--git-dir", str(self.git_dir), "--work-tree", str(self.root)]
         try:
-            proc = subprocess.run(["git", *_IDENT, *args], cwd=self.root, capture_output=True,
-                                  text=True, env=child_env({"GIT_TERMINAL_PROMPT": "0"}))
+            proc = subprocess.run(["git", *_IDENT, *where, *args], cwd=self.root, capture_output=True,
+                                  text=True, env=child_env(_ENV))
         except FileNotFoundError:
             raise WorkspaceError("git is not installed; the run workspace needs it") from None
         if check and proc.returncode != 0:
@@ -46,8 +63,10 @@ class Workspace:
     def init(self, files: dict[str, str]) -> None:
         """Create the repo with ``files`` as its first commit, tagged ``start``."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self.git("init", "-q")
-        exclude = self.root / ".git" / "info" / "exclude"
+        subprocess.run(["git", *_IDENT, "init", "-q", "--bare", str(self.git_dir)], check=True,
+                       capture_output=True, env=child_env(_ENV))
+        self.git("config", "core.bare", "false")
+        exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("".join(f"{n}\n" for n in IGNORED))
         for rel, text in files.items():
@@ -70,7 +89,7 @@ class Workspace:
 
     def recover(self) -> None:
         """After a kill: remove a stale index lock, then reset."""
-        (self.root / ".git" / "index.lock").unlink(missing_ok=True)
+        (self.git_dir / "index.lock").unlink(missing_ok=True)
         self.reset()
 
     def load(self, src: Path) -> None:

@@ -74,6 +74,32 @@ def find_cli(settings: Any) -> Path:
                      "pip install 'forgekernel[llm]')")
 
 
+_PRIVATE: list[Path] = []
+
+
+def private_config() -> Path:
+    """The CLI's configuration directory for this forge process: under forge's state
+    directory, never the user's ~/.claude (sessions, transcripts and any auto-memory stay
+    out of it, so one session cannot leave instructions for the next); the user's login is
+    copied in (0600) when there is one, and the directory is removed when forge exits."""
+    import atexit
+    import tempfile
+
+    if _PRIVATE:
+        return _PRIVATE[0]
+    base = config.state_home() / "claude"
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = Path(tempfile.mkdtemp(prefix="session-", dir=base))
+    login = Path.home() / ".claude" / ".credentials.json"
+    if login.is_file():
+        target = path / ".credentials.json"
+        target.write_bytes(login.read_bytes())
+        target.chmod(0o600)
+    atexit.register(shutil.rmtree, path, True)
+    _PRIVATE.append(path)
+    return path
+
+
 class _Cli:
     """How to start the CLI: executable, environment, bounds."""
 
@@ -83,7 +109,8 @@ class _Cli:
         self.max_turns = int(kw.pop("max_turns", 40))
         self.timeout_s = float(kw.pop("timeout_s", 1800.0))
         self.permission_mode = kw.pop("permission_mode", "dontAsk")
-        extra = dict(QUIET_ENV, CLAUDE_CODE_MAX_RETRIES=str(kw.pop("max_retries", 6)))
+        extra = dict(QUIET_ENV, CLAUDE_CODE_MAX_RETRIES=str(kw.pop("max_retries", 6)),
+                     CLAUDE_CODE_DISABLE_AUTO_MEMORY="1", CLAUDE_CONFIG_DIR=str(private_config()))
         if settings.anthropic_base_url:
             extra["ANTHROPIC_BASE_URL"] = settings.anthropic_base_url
         key = config.secret("ANTHROPIC_API_KEY")

@@ -218,7 +218,7 @@ def script_from_run(run_dir: Path) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     plans: list[dict[str, Any]] = []
     started: dict[int, ledger.StartedEvent] = {}
-    for ev in ledger.read(rd.ledger)[0]:
+    for ev in ledger.read(rd.ledger, rd.ledger_key())[0]:
         if isinstance(ev, ledger.PlanEvent):
             plans.append({"curriculum": ev.curriculum, "notes": ev.notes})
         elif isinstance(ev, ledger.StartedEvent):

@@ -192,7 +192,7 @@ def coder_tools(root: Path, check_command: Sequence[str] = (),
         tools.append(Tool(
             "run_check", "Compile the kernel and check correctness on the small visible "
             "workloads (no timing). Returns the exit code and the output.", schema([]),
-            lambda a: run_command(check_command, ws.root, check_timeout_s)))
+            lambda a: run_command(check_command, ws.root.parent, check_timeout_s)))
     tools.append(Tool("finish", "Call when the decision row is implemented in kernel.py.",
                       schema(["summary"], summary="one or two sentences: what you changed"),
                       lambda a: ToolOutcome("finished", done=True)))

@@ -204,8 +204,8 @@ def _prescriber():
 def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
     """What an agent may run for a quick verdict on the workspace (`forge check`: visible
     smoke workloads, no timing)."""
-    return (sys.executable, "-m", "forgekernel.cli", "check", str(rd.task_dir), str(rd.workspace),
-            "--delivery", delivery, "--json")
+    return (sys.executable, "-I", "-m", "forgekernel.cli", "check", str(rd.task_dir),
+            str(rd.workspace), "--delivery", delivery, "--json")  # -I: nothing in the cwd shadows forge
 
 
 class _CtrlC:

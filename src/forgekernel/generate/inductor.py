@@ -17,6 +17,7 @@ the duration of the lowering and the previous one restored.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -179,6 +180,10 @@ def _codegen_only(arch: int) -> Iterator[list[str]]:
     from triton.runtime.driver import driver
 
     codes: list[str] = []
+    # Inductor precompiles the module it made for a device this process lacks: expected, quiet
+    quiet = logging.getLogger("torch._inductor.runtime.triton_heuristics")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
     previous = dict(vars(driver))  # whatever this Triton version keeps (lazily made drivers)
     saved = GraphLowering.save_output_code
     driver.set_active(_CrossDriver(arch))
@@ -190,6 +195,7 @@ def _codegen_only(arch: int) -> Iterator[list[str]]:
             yield codes
     finally:
         GraphLowering.save_output_code = saved
+        quiet.setLevel(level)
         vars(driver).clear()
         vars(driver).update(previous)
         torch._dynamo.reset()
