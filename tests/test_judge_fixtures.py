@@ -98,3 +98,21 @@ def test_cheating_kernels_never_pass(path):
     _common(verdict, path)
     assert verdict.status is not Status.PASSED, f"{path.name} fooled the judge"
     assert verdict.status in (Status.REJECTED, Status.WRONG_VALUES), verdict.reason
+
+
+HONEST_WITHOUT_SCAN = {"rmsnorm_introspect_judge", "rmsnorm_read_reference_file"}
+"""Their exploit looks for the judge in its own process and for reference.py beside it;
+in the sandboxed executor both searches come back empty and the honest kernel runs."""
+
+
+@pytest.mark.parametrize("path", _cases("cheating"))
+def test_cheats_fail_with_the_scan_off(path):
+    """The source scan is feedback, not the defence: with it off, what the candidate does
+    when it runs decides, and no cheat passes on its exploit."""
+    verdict = _judge(path, static=False, hidden=path.name in NEEDS_HIDDEN,
+                     timing=path.name in NEEDS_TIMING)
+    _common(verdict, path)
+    if path.name in HONEST_WITHOUT_SCAN:
+        assert verdict.status is Status.PASSED, verdict.reason  # nothing found: the honest kernel
+        return
+    assert verdict.status in (Status.REJECTED, Status.WRONG_VALUES), verdict.reason

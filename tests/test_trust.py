@@ -68,6 +68,31 @@ def test_a_kernel_that_tries_to_escape_gets_nothing_out_and_a_clear_verdict(tmp_
     assert ledger.read_text() == '{"seq": 1}\n' and not outside.exists()
 
 
+def test_profiling_a_candidate_runs_it_in_the_sandbox_too(tmp_path, monkeypatch):
+    """The engine profiles the best candidate: that worker imports candidate code, so it
+    starts in the sandbox (no network, no credentials, nothing written outside)."""
+    from forgekernel.profile import profile_task
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    ledger, outside = tmp_path / "ledger.jsonl", tmp_path / "outside.txt"
+    ledger.write_text("")
+    kernel = tmp_path / "kernel"
+    shutil.copytree(CHEATING / "rmsnorm_exfiltrate", kernel)
+    (kernel / "targets.json").write_text(json.dumps(
+        {"port": server.server_address[1], "ledger": str(ledger), "outside": str(outside)}))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-should-never-leave")
+    _Sink.hits.clear()
+    try:
+        profiles = profile_task(RMSNORM, make_runner("cpu"), kernel=kernel / "kernel.py", ncu="off",
+                                static=False, timeout_s=300)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert profiles and profiles[0].metrics.get("launches", 0) >= 1
+    assert _Sink.hits == [] and ledger.read_text() == "" and not outside.exists()
+
+
 def test_a_planted_import_hook_reaches_no_later_judgement(tmp_path):
     before = {p: set(Path(p).glob("*.pth")) for p in site.getsitepackages() if Path(p).is_dir()}
     verdict = _judge(CHEATING / "rmsnorm_plant_pth")
@@ -148,3 +173,38 @@ def test_git_in_the_workspace_runs_no_command_an_agent_plants(tmp_path):
     ws.reset()
     assert not marker.exists()
     assert "changed by an agent" not in (rd.workspace / "kernel.py").read_text()
+
+
+def test_no_sandbox_stops_every_command_before_anything_is_made(tmp_path, monkeypatch):
+    """No sandbox works (FK_SANDBOX names bubblewrap, FK_BWRAP a missing binary): each
+    command that would run candidate code says so in one line, exits 2 and makes nothing;
+    `forge doctor` shows the missing row."""
+    monkeypatch.setenv("FK_SANDBOX", "bwrap")
+    monkeypatch.setenv("FK_BWRAP", str(tmp_path / "missing" / "bwrap"))
+    task = str(ROOT / "tasks" / "rmsnorm")
+    for cmd in (("run", task, "--delivery", "cpu", "--out", "r"), ("new", task, "--delivery", "cpu", "--out", "r"),
+                ("check", task, str(CORRECT), "--delivery", "cpu"),
+                ("bench", task, "--delivery", "cpu", "--out", "b"),
+                ("evolve", task, "--delivery", "cpu", "--out", "e")):
+        out = _forge(*cmd, cwd=tmp_path)
+        assert out.returncode == 2, (cmd, out.stdout, out.stderr)
+        assert out.stderr.startswith("forge: error: no sandbox for candidate code") and out.stderr.count("\n") == 1
+        assert "--unsafe-no-sandbox" in out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    doctor = _forge("doctor", cwd=tmp_path)
+    assert any(ln.startswith("missing sandbox") for ln in doctor.stdout.splitlines()), doctor.stdout
+    out = _forge("check", task, str(CORRECT), "--delivery", "cpu", "--unsafe-no-sandbox", cwd=tmp_path)
+    assert out.returncode == 0 and "candidate ran in: none (--unsafe-no-sandbox" in out.stdout, out.stdout
+
+
+def test_workers_get_no_credentials(monkeypatch):
+    from forgekernel.config import worker_env
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-2")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("FK_MY_TOKEN", "x")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    env = worker_env({"TRITON_INTERPRET": "1"})
+    assert not {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "FK_MY_TOKEN"} & set(env)
+    assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["TRITON_INTERPRET"] == "1" and "PATH" in env

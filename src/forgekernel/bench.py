@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,11 +53,16 @@ class BenchSettings:
     jobs: int = 1
     target: float | None = None
     peers: bool = True
+    unsafe: bool = False
+    """--unsafe-no-sandbox for this invocation only (never written to bench.toml)."""
 
     def run_args(self) -> list[str]:
         args = ["--agent", self.agent, "--delivery", self.delivery,
                 "--max-iterations", str(self.iterations), "--max-minutes", str(self.minutes)]
-        return args + (["--target", str(self.target)] if self.target else [])
+        return args + (["--target", str(self.target)] if self.target else []) + self.unsafe_args()
+
+    def unsafe_args(self) -> list[str]:
+        return ["--unsafe-no-sandbox"] if self.unsafe else []
 
 
 def problems_from(sources: Iterable[Path]) -> list[Problem]:
@@ -98,7 +103,7 @@ def create(root: Path, problems: list[Problem], settings: BenchSettings) -> Path
         raise BenchError(f"{root}: exists and is not empty; resume it with `forge bench {root}`")
     (root / "problems").mkdir(parents=True, exist_ok=True)
     data = {"created": datetime.now(UTC).isoformat(timespec="seconds"),
-            "settings": {k: v for k, v in vars(settings).items() if v is not None},
+            "settings": {k: v for k, v in vars(settings).items() if v is not None and k != "unsafe"},
             "problem": [{"slug": p.slug, "source": p.source} for p in problems]}
     (root / BENCH_TOML).write_text(tomli_w.dumps(data))
     return root
@@ -154,11 +159,15 @@ class _Recorder:
             self.on_result(row)
 
 
-def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: None) -> dict[str, Any]:
-    """Run every unfinished problem of the bench dir; returns the summary."""
+def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: None,
+        unsafe_no_sandbox: bool = False) -> dict[str, Any]:
+    """Run every unfinished problem of the bench dir; returns the summary.
+    ``unsafe_no_sandbox`` is passed to every `forge new` and `forge run` (not kept)."""
     from forgekernel import bench_summary
 
     problems, settings = load(root)
+    if unsafe_no_sandbox:
+        settings = replace(settings, unsafe=True)
     done = finished(root)
     todo = [p for p in problems if p.slug not in done]
     record = _Recorder(root, on_result)
@@ -177,7 +186,7 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[s
     run_dir = base / "run"
     if not (run_dir / "run.toml").is_file():
         args = ["new", problem.source, "--out", str(run_dir), "--agent", settings.agent,
-                "--delivery", settings.delivery]
+                "--delivery", settings.delivery, *settings.unsafe_args()]
         out = _forge(args, base / "new.log", 300)
         if out.returncode != 0:
             return {**row, **_failed("convert", base / "new.log", out), "wall_s": _since(start)}

@@ -162,6 +162,30 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+WORKER_ENV_ALLOW: tuple[str, ...] = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "LANG", "LANGUAGE", "LC_*", "TZ", "TERM",
+    "XDG_*", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHON*", "CC", "CXX", "LD_LIBRARY_PATH",
+    "CUDA_*", "NVIDIA_*", "TRITON_*", "TORCH_*", "TORCHINDUCTOR_*", "PYTORCH_*", "OMP_*", "MKL_*",
+    "FK_*",
+)
+"""Environment names (patterns) a worker process (the judge's verifier, the profiler) gets:
+what Python, CUDA, Triton and forge read. API keys, tokens and cloud credentials are not
+among them; names that look like one are dropped even when a pattern matches."""
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE")
+
+
+def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a worker process: :data:`WORKER_ENV_ALLOW` of this one, no name
+    that looks like a credential, then ``extra``."""
+    import fnmatch
+
+    env = {k: v for k, v in os.environ.items()
+           if any(fnmatch.fnmatchcase(k, p) for p in WORKER_ENV_ALLOW)
+           and not any(w in k.upper() for w in _SECRET_WORDS)}
+    env.update(extra or {})
+    return env
+
+
 def state_home() -> Path:
     """forge's own state directory (ledger keys): FK_STATE_DIR, else
     $XDG_STATE_HOME/forgekernel, else ~/.local/state/forgekernel."""

@@ -41,6 +41,8 @@ class Parts:
     runner: Any
     delivery: str
     """The resolved delivery name (``auto`` never appears here)."""
+    sandbox: str = ""
+    """What will hold candidate code (:func:`sandbox_ready`)."""
 
 
 def agent_names(agent: str | None, architect: str | None, wanted: Wanted,
@@ -117,18 +119,40 @@ def _ray_ready(built: Any, settings: Settings, connect: bool) -> None:
             raise PreflightError(f"cannot connect to the Ray cluster {settings.ray_address}: {exc}") from None
 
 
+UNSAFE_NOTE = "none (--unsafe-no-sandbox: candidate code sees this user's files, network and environment)"
+
+
+def sandbox_ready(delivery: str, unsafe: bool = False) -> str:
+    """What will hold candidate code on ``delivery``: the sandbox found on this machine
+    (cpu, local), or where the judge runs (ssh, ray: that machine's, checked there); a
+    :class:`PreflightError` when none works here and ``unsafe`` (``--unsafe-no-sandbox``)
+    was not given."""
+    if unsafe:
+        return UNSAFE_NOTE
+    if delivery not in ("cpu", "local"):
+        return f"the {delivery} worker's own (checked where it runs)"
+    from forgekernel import sandbox
+
+    ok, detail, fix = sandbox.describe()
+    if not ok:
+        raise PreflightError(f"no sandbox for candidate code on this machine ({detail}); fix: {fix}")
+    return detail
+
+
 def prepare(settings: Settings, wanted: Wanted, *, agent: str | None, architect: str | None,
-            delivery: str | None, script: Path | None) -> Parts:
-    """Pick and check the coder, the architect and the runner (flags over ``wanted``)."""
+            delivery: str | None, script: Path | None, unsafe_no_sandbox: bool = False) -> Parts:
+    """Pick and check the coder, the architect, the runner (flags over ``wanted``) and the
+    sandbox that will hold candidate code."""
     from forgekernel.delivery.base import resolve_delivery
 
     asked = delivery or (wanted.delivery if wanted.delivery != "auto" else settings.delivery)
     name = resolve_delivery(asked)[0]  # the cheap part first: `local` without a GPU, a bad name
+    held = sandbox_ready(name, unsafe_no_sandbox)
     coder_name, arch_name = agent_names(agent, architect, wanted, script is not None)
     coder = backend(coder_name, "coder", settings, script)
     arch = backend(arch_name, "architect", settings, script, login=arch_name != coder_name)
     built, name = runner(name, settings, wanted.gpu if wanted.gpu is not None else settings.gpu)
-    return Parts(coder, arch, built, name)
+    return Parts(coder, arch, built, name, held)
 
 
 def check_names(*names: str) -> None:
@@ -154,7 +178,7 @@ def login_problem(settings: Settings, *names: str) -> str:
     return ""
 
 
-def check_new(settings: Settings, connect: bool = True) -> str:
+def check_new(settings: Settings, connect: bool = True, unsafe_no_sandbox: bool = False) -> str:
     """What `forge new` checks before it creates a run dir (the agents are built by `forge
     run`, which has the script a scripted agent needs); returns the resolved delivery."""
     from forgekernel.plan import agent_missing
@@ -169,4 +193,6 @@ def check_new(settings: Settings, connect: bool = True) -> str:
     problem = login_problem(settings, *names)
     if problem:
         raise PreflightError(problem)
-    return runner(settings.delivery, settings, settings.gpu, connect=connect)[1]
+    name = runner(settings.delivery, settings, settings.gpu, connect=connect)[1]
+    sandbox_ready(name, unsafe_no_sandbox)
+    return name

@@ -159,6 +159,9 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
     if verdict is not None:
         lines.append(f"Verdict shown: {source} by {verdict.judge or 'an unnamed judge'}; "
                      f"{len(timed(verdict))} timed workload(s), timings labelled `{timing_label(verdict)}`.")
+        held = (verdict.profile or {}).get("sandbox")
+        if held:
+            lines.append(f"Candidate code ran in: {held}.")
     lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
               f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
               *[f"Next: {line}." for line in next_steps(rd, state)], "",

@@ -24,12 +24,17 @@ def bench_cmd(
     target: float = typer.Option(None, "--target", min=0.001, help="Target speedup of every run."),
     sample: int = typer.Option(None, "--sample", min=1, help="Run a seeded random sample of this many problems."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
+                                           help="Passed to every forge new/run (not kept in bench.toml)."),
 ) -> None:
     """Run every problem (resumable) and write summary.json, summary.md and summary.png."""
     import random
 
     from forgekernel import bench
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.preflight import sandbox_ready
 
+    sandbox_ready(resolve_delivery(delivery)[0], unsafe_no_sandbox)  # before any bench dir
     if len(sources) == 1 and (sources[0] / bench.BENCH_TOML).is_file():
         root = sources[0]
     else:
@@ -48,7 +53,7 @@ def bench_cmd(
         typer.echo(f"[{row['slug']}] {mark}{x}")
 
     try:
-        summary = bench.run(root, on_result=show)
+        summary = bench.run(root, on_result=show, unsafe_no_sandbox=unsafe_no_sandbox)
     except bench.BenchError as exc:
         raise fail(str(exc)) from None
     m = summary["metrics"]

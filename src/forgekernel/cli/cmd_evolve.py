@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from forgekernel.cli import app, fail
+from forgekernel.cli.cmd_run import UNSAFE_HELP
 
 
 @app.command("evolve")
@@ -26,6 +27,7 @@ def evolve_cmd(
     profile: bool = typer.Option(None, "--profile/--no-profile", help="Profile the reference and gate candidates (default on)."),
     script: str = typer.Option(None, "--script", help="Scripted agent: script path; '{generation}' in it is replaced by the generation."),
     out: Path = typer.Option(None, "--out", help="With a task dir: the evolve dir to create."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
     judge_impl: str = typer.Option(None, "--judge", hidden=True, help="module:attr of a judge callable (tests)."),
 ) -> None:
     """Evolve a kernel: each generation's best becomes the next generation's performance reference.
@@ -47,14 +49,14 @@ def evolve_cmd(
                        f"drop {', '.join('--' + p.replace('_', '-') for p in passed)}")
         root = evolve.open_chain(target).root
     elif (target / "task.toml").is_file():
-        root = _create(target, given)
+        root = _create(target, given, unsafe_no_sandbox)
         typer.echo(f"created evolve dir {root}")
     else:
         raise fail(f"{target}: neither an evolve dir (evolve.toml) nor a task dir (task.toml)")
     opts = evolve.open_chain(root).options()
     settings = load_settings({"delivery": opts.delivery, "agent": opts.agent,
                               "architect": opts.architect, "model": opts.model or None})
-    parts = _parts(opts, settings)
+    parts = _parts(opts, settings, unsafe_no_sandbox)
     from forgekernel.cli.cmd_run import _Printer, resumable
 
     with _Printer() as printer, resumable(f"forge evolve {root}"):
@@ -68,7 +70,7 @@ def evolve_cmd(
     raise typer.Exit(outcome.exit_code)
 
 
-def _create(task_dir: Path, given: dict[str, Any]) -> Path:
+def _create(task_dir: Path, given: dict[str, Any], unsafe: bool = False) -> Path:
     from forgekernel import evolve
     from forgekernel.cli.cmd_run import _agent_names, _preflight
     from forgekernel.config import load_settings
@@ -86,7 +88,7 @@ def _create(task_dir: Path, given: dict[str, Any]) -> Path:
         if not Path(script.replace("{generation}", "0")).exists():
             raise fail(f"--script {given['script']}: no such file (for generation 0)")
     _preflight(settings, given["agent"], given["architect"], given["delivery"],
-               Path(script.replace("{generation}", "0")) if scripted else None)
+               Path(script.replace("{generation}", "0")) if scripted else None, unsafe)
     picked = {k: given[k] for k in ("generations", "max_iterations", "max_minutes", "chain_minutes",
                                     "noise_rule", "measure_original", "profile") if given[k] is not None}
     if name == "cpu" and given["max_iterations"] is None:
@@ -98,12 +100,13 @@ def _create(task_dir: Path, given: dict[str, Any]) -> Path:
     return evolve.create(task_dir, opts, settings, given["out"])
 
 
-def _parts(opts: Any, settings: Any) -> Any:
+def _parts(opts: Any, settings: Any, unsafe: bool = False) -> Any:
     from forgekernel import evolve, preflight
     from forgekernel.cli.cmd_run import _backend, _check_command, _judge, _prescriber, _profiler
 
     runner, _ = preflight.runner(opts.delivery, settings, settings.gpu)  # a GPU where one is needed
-    judge, hasher = _judge(opts.judge or None)
+    preflight.sandbox_ready(opts.delivery, unsafe)
+    judge, hasher = _judge(opts.judge or None, unsafe)
 
     def script_for(k: int) -> Path | None:
         return Path(opts.script.replace("{generation}", str(k))) if opts.script else None
@@ -113,5 +116,6 @@ def _parts(opts: Any, settings: Any) -> Any:
                 _backend(opts.architect, "architect", settings, script_for(k)))
 
     return evolve.Parts(agents=agents, judge=judge, runner=runner, settings=settings, hasher=hasher,
-                        profiler=_profiler() if opts.profile else None, prescriber=_prescriber(),
-                        check_command=lambda rd: _check_command(rd, opts.delivery))
+                        profiler=_profiler(sandbox=not unsafe) if opts.profile else None,
+                        prescriber=_prescriber(),
+                        check_command=lambda rd: _check_command(rd, opts.delivery, unsafe))

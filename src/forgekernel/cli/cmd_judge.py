@@ -13,6 +13,8 @@ import typer
 from forgekernel.cli import app
 
 DELIVERY_HELP = "Where the worker runs: cpu (Triton interpreter), local (this GPU) or auto."
+UNSAFE_HELP = ("Run the kernel without the sandbox (when this machine has none: see `forge "
+               "doctor`); it then sees your files, network and environment.")
 
 
 def _runner(delivery: str | None):
@@ -31,11 +33,14 @@ def _runner(delivery: str | None):
 def _run(task_dir: Path, kernel: Path, delivery: str | None, options, as_json: bool) -> None:
     from forgekernel.candidate import resolve
     from forgekernel.judge import judge
+    from forgekernel.preflight import sandbox_ready
     from forgekernel.task import load_task
 
     task = load_task(task_dir, check_reference=False)  # the worker imports it; torch stays out of here
     resolve(kernel)  # bad paths fail here, before a worker starts
-    verdict = judge(task, kernel, _runner(delivery), options)
+    runner = _runner(delivery)
+    sandbox_ready(runner.name, options.unsafe_no_sandbox)
+    verdict = judge(task, kernel, runner, options)
     if as_json:
         typer.echo(verdict.model_dump_json())
     else:
@@ -66,6 +71,9 @@ def _print(verdict) -> None:
         label = verdict.workloads[0].timing_label if verdict.workloads else ""
         typer.echo(f"speedup (geometric mean): {verdict.speedup:.3f}x, noise floor "
                    f"{verdict.noise_floor:.3f} [{label}]")
+    held = (verdict.profile or {}).get("sandbox")
+    if held:
+        typer.echo(f"candidate ran in: {held}")
     if verdict.feedback:
         typer.echo("\n" + verdict.feedback)
 
@@ -82,12 +90,16 @@ def judge(
     graphs: bool = typer.Option(False, "--graphs", help="Also time CUDA-graph replay (GPU)."),
     perf_reference: Path = typer.Option(None, "--perf-reference",
                                         help="Kernel dir timed as the performance reference."),
+    no_static: bool = typer.Option(False, "--no-static",
+                                   help="Skip the source scan: only what the kernel does decides."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
 ) -> None:
     """Judge a kernel: correctness on visible and hidden workloads, integrity, timing."""
     from forgekernel.judge import JudgeOptions
 
     options = JudgeOptions(trials=trials, timeout_s=timeout, timing=not no_timing, graphs=graphs,
-                           perf_reference=perf_reference)
+                           perf_reference=perf_reference, static=not no_static,
+                           unsafe_no_sandbox=unsafe_no_sandbox)
     _run(task_dir, kernel, delivery, options, as_json)
 
 
@@ -97,8 +109,10 @@ def check(
     kernel: Path = typer.Argument(..., help="kernel.py, or a directory holding one."),
     as_json: bool = typer.Option(False, "--json", help="Print only the Verdict JSON."),
     delivery: str = typer.Option(None, "--delivery", help=DELIVERY_HELP),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
 ) -> None:
     """Quick check: compile and correctness on the visible smoke workloads (no timing, no hidden)."""
     from forgekernel.judge import check_options
 
-    _run(task_dir, kernel, delivery, check_options(), as_json)
+    options = check_options().model_copy(update={"unsafe_no_sandbox": unsafe_no_sandbox})
+    _run(task_dir, kernel, delivery, options, as_json)

@@ -95,6 +95,9 @@ def new(
     agent: str = typer.Option(None, "--agent", help="Coder backend (default FK_AGENT or builtin)."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends (default FK_MODEL)."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
+                                           help="Create the run dir although no sandbox works here "
+                                                "(`forge run` then needs the flag too)."),
 ) -> None:
     """Validate TASK and create a run dir (or, with --dry-run, show what a run would do)."""
     from forgekernel import preflight
@@ -108,7 +111,7 @@ def new(
         spec = load_task(_task_dir(task, Path(scratch)))
         if dry_run:
             return _dry_run(spec, settings, as_json)
-        preflight.check_new(settings)  # agents, login, delivery: before anything is written
+        preflight.check_new(settings, unsafe_no_sandbox=unsafe_no_sandbox)  # before any write
         check_reference(spec)  # a misbehaving reference is one line, before anything is made
         run_dir = create(Path(spec.root), settings, out)
         typer.echo(str(run_dir))

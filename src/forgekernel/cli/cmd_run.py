@@ -16,6 +16,9 @@ import typer
 
 from forgekernel.cli import Interrupted, app, fail
 
+UNSAFE_HELP = ("Run candidate code without the sandbox (when this machine has none: see `forge "
+               "doctor`); it then sees your files, network and environment. Say it on every command.")
+
 
 @app.command("run")
 def run_cmd(
@@ -34,6 +37,7 @@ def run_cmd(
     replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
     out: Path = typer.Option(None, "--out", help="With a task dir: the run dir to create."),
     ncu: str = typer.Option("off", "--ncu", help="Nsight Compute in the run's profiles: off (default: it costs minutes), auto or on."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
     judge_impl: str = typer.Option(None, "--judge", hidden=True, help="module:attr of a judge callable (tests)."),
 ) -> None:
     """Run the loop on RUN_DIR until the target, the budget or the ideas run out (resumable).
@@ -50,13 +54,14 @@ def run_cmd(
     rd = _existing(target, out)
     if rd is not None and model is None and rd.config.model:
         settings = settings.model_copy(update={"model": rd.config.model})
-    parts = _prepare(settings, rd, agent, architect, delivery, replay or script)  # before any write
+    parts = _prepare(settings, rd, agent, architect, delivery, replay or script,  # before any write
+                     unsafe_no_sandbox)
     if rd is None:
         rd = rundir.open(_create(target, settings, out))
     rd = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
                            "batch": batch}, target_x)
-    seams = _seams(rd, parts, judge_impl)
-    seams["profiler"] = _profiler(ncu)
+    seams = _seams(rd, parts, judge_impl, unsafe_no_sandbox)
+    seams["profiler"] = _profiler(ncu, sandbox=not unsafe_no_sandbox)
     with _Printer() as printer, resumable(f"forge run {rd.root}"):
         outcome = engine.run(rd.root, settings=settings, progress=printer, **seams)
     state = engine.load_state(rd)
@@ -85,7 +90,7 @@ def _existing(target: Path, out: Path | None) -> Any:
 
 
 def _prepare(settings: Any, rd: Any, agent: str | None, architect: str | None,
-             delivery: str | None, script: Path | None) -> Any:
+             delivery: str | None, script: Path | None, unsafe: bool = False) -> Any:
     """The checked agents and runner: what run.toml says (or, for a new run, the settings)
     unless a flag says otherwise. Nothing is written before this passes."""
     from forgekernel import preflight
@@ -96,7 +101,7 @@ def _prepare(settings: Any, rd: Any, agent: str | None, architect: str | None,
         cfg = rd.config
         wanted = preflight.Wanted(cfg.agent, cfg.architect, cfg.delivery, cfg.gpu)
     return preflight.prepare(settings, wanted, agent=agent, architect=architect, delivery=delivery,
-                             script=script)
+                             script=script, unsafe_no_sandbox=unsafe)
 
 
 def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None) -> Any:
@@ -115,25 +120,25 @@ def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None
     return rundir.write_config(rd, data)
 
 
-def _seams(rd: Any, parts: Any, judge_impl: str | None) -> dict[str, Any]:
+def _seams(rd: Any, parts: Any, judge_impl: str | None, unsafe: bool = False) -> dict[str, Any]:
     """The concrete agents, runner, judge, profiler and knowledge base for this run."""
     from forgekernel.evolve_ref import for_run_dir
 
-    judge, hasher = _judge(judge_impl)
+    judge, hasher = _judge(judge_impl, unsafe)
     arch, judge = for_run_dir(rd, parts.architect, judge, hasher)  # a `forge evolve` generation
     return {"coder": parts.coder, "architect": arch, "judge": judge, "runner": parts.runner,
-            "hasher": hasher, "profiler": _profiler(), "prescriber": _prescriber(),
-            "check_command": _check_command(rd, parts.delivery)}
+            "hasher": hasher, "profiler": _profiler(sandbox=not unsafe), "prescriber": _prescriber(),
+            "check_command": _check_command(rd, parts.delivery, unsafe)}
 
 
 def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
-               script: Path | None) -> None:
+               script: Path | None, unsafe: bool = False) -> None:
     """Everything a new run needs, checked before anything is created (forge evolve)."""
     from forgekernel import preflight
 
     wanted = preflight.Wanted(settings.agent, settings.architect, settings.delivery, settings.gpu)
     preflight.prepare(settings, wanted, agent=agent, architect=architect, delivery=delivery,
-                      script=script)
+                      script=script, unsafe_no_sandbox=unsafe)
 
 
 def _create(target: Path, settings: Any, out: Path | None) -> Path:
@@ -160,8 +165,9 @@ def _backend(name: str, role: str, settings: Any, script: Path | None):
     return preflight.backend(name, role, settings, script)
 
 
-def _judge(impl: str | None):
-    """The judge callable and the candidate hasher (one definition: forgekernel.candidate)."""
+def _judge(impl: str | None, unsafe: bool = False):
+    """The judge callable and the candidate hasher (one definition: forgekernel.candidate);
+    ``unsafe``: the real judge runs candidates outside the sandbox."""
     from forgekernel.candidate import source_hash
 
     if impl:
@@ -173,12 +179,13 @@ def _judge(impl: str | None):
         return fn, source_hash
     try:
         from forgekernel.judge import judge as real_judge
+        from forgekernel.judge.options import Unsandboxed
     except ImportError as exc:
         raise fail(f"the judge is not available in this install ({exc})") from None
-    return real_judge, source_hash
+    return (Unsandboxed(real_judge) if unsafe else real_judge), source_hash
 
 
-def _profiler(ncu: str = "off"):
+def _profiler(ncu: str = "off", sandbox: bool = True):
     """The reference/best profiler. Nsight Compute is off by default inside a run: it replays
     every kernel many times, which costs minutes per workload; `--ncu auto|on` turns it on."""
     try:
@@ -188,7 +195,7 @@ def _profiler(ncu: str = "off"):
 
     def profile(task, runner, kernel_dir):
         return profile_task(task, runner, kernel=kernel_dir / "kernel.py" if kernel_dir else None,
-                            ncu=ncu)
+                            ncu=ncu, sandbox=sandbox)
 
     return profile
 
@@ -201,11 +208,12 @@ def _prescriber():
     return lambda task, profiles: prescriptions_for_agent(task, list(profiles) or None)
 
 
-def _check_command(rd: Any, delivery: str) -> tuple[str, ...]:
+def _check_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str, ...]:
     """What an agent may run for a quick verdict on the workspace (`forge check`: visible
     smoke workloads, no timing)."""
+    unsafe_flag = ("--unsafe-no-sandbox",) if unsafe else ()
     return (sys.executable, "-I", "-m", "forgekernel.cli", "check", str(rd.task_dir),
-            str(rd.workspace), "--delivery", delivery, "--json")  # -I: nothing in the cwd shadows forge
+            str(rd.workspace), "--delivery", delivery, "--json", *unsafe_flag)  # -I: the cwd shadows nothing
 
 
 class _CtrlC:

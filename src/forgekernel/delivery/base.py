@@ -26,6 +26,11 @@ class Job(BaseModel):
     cwd: str | None = None
     output_cap_bytes: int = 8 * 1024 * 1024
     """Worker stdout+stderr beyond this is a flood: the process group is killed."""
+    sandboxed: bool = False
+    """The worker runs candidate code in its own process (the profiler on a candidate): it
+    starts inside the sandbox (:mod:`forgekernel.sandbox`), seeing read-only only Python and
+    the paths its payload names, writing only its ``cwd``; no network, no credentials. The
+    judge's verifier is not sandboxed: it starts its own sandboxed executor."""
 
 
 class JobResult(BaseModel):

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from forgekernel.config import child_env
+from forgekernel.config import worker_env
 from forgekernel.delivery.base import Job, JobResult
 from forgekernel.delivery.channel import verify_frames
 
@@ -97,21 +97,48 @@ class SubprocessRunner:
         rfd, wfd = os.pipe()
         envelope = {"key": key, "fd": wfd, "delivery": self.name, "timing_label": self.timing_label,
                     "payload": job.payload}
-        env = child_env(self.extra_env())
+        env = worker_env(self.extra_env())
         env.update(job.env)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("PYTHONFAULTHANDLER", "1")
         start = time.monotonic()
-        with tempfile.TemporaryFile() as stdin_file, _interrupts_held():
-            stdin_file.write(json.dumps(envelope).encode())
-            stdin_file.seek(0)
-            proc = subprocess.Popen(
-                [self.python, "-m", job.module], stdin=stdin_file, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, pass_fds=(wfd,), cwd=job.cwd or None, env=env,
-                start_new_session=True, preexec_fn=_die_with_parent,
-            )
-            os.close(wfd)
-            self.on_spawn(proc.pid)
+        with _scratch(job) as scratch:
+            try:
+                how, launch = self._command(job, env, scratch)
+            except RuntimeError as exc:
+                os.close(rfd)
+                os.close(wfd)
+                return JobResult(channel_error=str(exc))
+            with tempfile.TemporaryFile() as stdin_file, _interrupts_held():
+                stdin_file.write(json.dumps(envelope).encode())
+                stdin_file.seek(0)
+                proc = subprocess.Popen(
+                    **how, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    pass_fds=(wfd,), start_new_session=True, preexec_fn=_die_with_parent,
+                )
+                os.close(wfd)
+                self.on_spawn(proc.pid)
+            return self._wait(job, proc, launch, rfd, key, start)
+
+    def _command(self, job: Job, env: dict[str, str], scratch: Path | None) -> tuple[dict[str, Any], Any]:
+        """Popen's args, env and cwd for the worker, and the sandbox launch (or None)."""
+        if not job.sandboxed:
+            return {"args": [self.python, "-m", job.module], "env": env, "cwd": job.cwd or None}, None
+        from forgekernel import sandbox
+
+        mech = sandbox.detect()
+        if mech is None:
+            raise RuntimeError(f"no sandbox for candidate code on this machine: {sandbox.probe().reason}")
+        seen = (*sandbox.python_paths(), *_named_paths(job.payload))
+        spec = sandbox.SandboxSpec(scratch=scratch, readonly=seen, env=sandbox.filter_env(env),
+                                   gpu=self.name != "cpu", cwd=scratch)
+        launch = sandbox.command(mech, spec, sandbox.python_argv(job.module, python=self.python))
+        how = launch.popen_kwargs()
+        how["cwd"] = str(scratch)
+        return how, launch
+
+    def _wait(self, job: Job, proc: subprocess.Popen, launch: Any, rfd: int, key: str,
+              start: float) -> JobResult:
         flooded = threading.Event()
 
         def flood() -> None:
@@ -131,6 +158,10 @@ class SubprocessRunner:
             timed_out = True
         # Kill the group in every case: a candidate's background children die with it.
         _kill_group(proc.pid)
+        if launch is not None:
+            from forgekernel.sandbox import kill_tree
+
+            kill_tree(proc)
         proc.wait()
         for t in (*drains, collect):
             t.join(timeout=10)
@@ -142,13 +173,47 @@ class SubprocessRunner:
             else:
                 result, channel_error = verify_frames(bytes(collect.data), key)
         rc = proc.returncode
+        code, sig = launch.status(rc) if launch is not None else (rc if rc >= 0 else None,
+                                                                  -rc if rc < 0 else None)
         return JobResult(
-            result=result, exit_code=rc if rc is not None and rc >= 0 else None,
-            signal=-rc if rc is not None and rc < 0 else None, timed_out=timed_out,
+            result=result, exit_code=code, signal=sig, timed_out=timed_out,
             flooded=flooded.is_set(), channel_error=channel_error if result is None or channel_error else "",
             stdout_tail=drains[0].tail.decode(errors="replace"),
             stderr_tail=drains[1].tail.decode(errors="replace"), wall_s=wall,
         )
+
+
+@contextlib.contextmanager
+def _scratch(job: Job) -> Iterator[Path | None]:
+    """A sandboxed job's writable directory: its ``cwd``, else a private temporary one."""
+    if not job.sandboxed or job.cwd:
+        yield Path(job.cwd) if job.cwd else None
+        return
+    with tempfile.TemporaryDirectory(prefix="forge-job-") as tmp:
+        yield Path(tmp)
+
+
+def _named_paths(payload: Any) -> list[Path]:
+    """Existing absolute paths named anywhere in ``payload`` (a file: its directory)."""
+    found: list[Path] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and value.startswith("/") and "\n" not in value and len(value) < 4096:
+            path = Path(value)
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    found.append(path.parent)
+                elif path.is_dir():
+                    found.append(path)
+
+    walk(payload)
+    return found
 
 
 _HELD = {signal.SIGINT, signal.SIGTERM}

@@ -45,3 +45,15 @@ class JudgeOptions(BaseModel):
 def check_options(trials: int = 2) -> JudgeOptions:
     """What ``forge check`` runs: visible smoke workloads only, no hidden ones, no timing."""
     return JudgeOptions(trials=trials, timing=False, hidden=False, smoke_only=True)
+
+
+class Unsandboxed:
+    """``judge`` with every judgement's executor outside the sandbox (``--unsafe-no-sandbox``):
+    whatever options a caller passes (a sealed performance reference) are kept."""
+
+    def __init__(self, judge) -> None:
+        self.judge = judge
+
+    def __call__(self, task, candidate, runner, options: JudgeOptions | None = None):
+        opts = (options or JudgeOptions()).model_copy(update={"unsafe_no_sandbox": True})
+        return self.judge(task, candidate, runner, options=opts)

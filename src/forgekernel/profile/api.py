@@ -9,6 +9,8 @@ spills, wgmma/TMA) per workload. On the CPU runner only smoke workloads are prof
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,28 +50,37 @@ def is_triton_candidate(kernel: Path | None) -> bool:
 def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
                  ncu: NcuMode = "auto", static: bool | None = None,
                  workloads: tuple[Workload, ...] | None = None, ncu_dir: Path | None = None,
-                 timeout_s: float | None = None) -> list[Profile]:
+                 timeout_s: float | None = None, sandbox: bool = True) -> list[Profile]:
     """Profile the task's reference (or ``kernel``) at each workload; one Profile each.
 
     ``ncu``: 'auto' uses Nsight Compute when the worker finds it, 'on' requires it (a
     ForgeError otherwise), 'off' skips it. ``static`` (default: yes for Triton candidates)
-    adds compile-time metrics. ``ncu_dir`` keeps ncu's raw CSV files there.
+    adds compile-time metrics. ``ncu_dir`` keeps ncu's raw CSV files there. A ``kernel`` is
+    candidate code: its workers run in the sandbox unless ``sandbox`` is False
+    (``--unsafe-no-sandbox``).
     """
     if ncu not in ("auto", "on", "off"):
         raise ProfileError(f"--ncu {ncu!r}: use auto, on or off")
     if ncu == "on" and runner.timing_label == "cpu-interpret":
         raise ProfileError("--ncu on needs a GPU delivery (local); the cpu runner has no device")
     chosen = workloads or workloads_for(task, runner)
+    boxed = sandbox and kernel is not None
     payload = {"mode": "profile", "task": task.root, "workloads": [w.axes for w in chosen],
                "kernel": str(Path(kernel).resolve()) if kernel else None, "ncu": ncu, "seed": 0,
-               "ncu_dir": str(ncu_dir.resolve()) if ncu_dir else None}
+               "ncu_dir": str(ncu_dir.resolve()) if ncu_dir and not boxed else None}
     limit = timeout_s or 120.0 + 60.0 * len(chosen) * (3 if ncu != "off" else 1)
-    answer = _run(runner, payload, limit)
+    with tempfile.TemporaryDirectory(prefix="forge-profile-") as tmp:
+        if boxed and ncu_dir:  # the sandbox writes only its own directory: copied out after
+            payload["ncu_dir"] = str(Path(tmp) / "ncu")
+        answer = _run(runner, payload, limit, sandboxed=boxed, cwd=tmp if boxed else None)
+        if boxed and ncu_dir and (Path(tmp) / "ncu").is_dir():
+            shutil.copytree(Path(tmp) / "ncu", ncu_dir, dirs_exist_ok=True)
     profiles = [Profile.model_validate(p) for p in answer["profiles"]]
     wanted = static if static is not None else is_triton_candidate(kernel)
     if wanted and kernel is not None:
         try:
-            reports = static_reports(task, runner, Path(kernel), chosen, timeout_s=limit)
+            reports = static_reports(task, runner, Path(kernel), chosen, timeout_s=limit,
+                                     sandboxed=sandbox)
         except ProfileError as exc:
             if static:  # asked for explicitly: its failure is the answer
                 raise
@@ -80,7 +91,8 @@ def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
 
 
 def static_reports(task: TaskSpec, runner: Runner, kernel: Path,
-                   workloads: tuple[Workload, ...], *, timeout_s: float = 600.0) -> list[Any]:
+                   workloads: tuple[Workload, ...], *, timeout_s: float = 600.0,
+                   sandboxed: bool = True) -> list[Any]:
     """Compile-time reports (one per workload) made in a worker process."""
     from forgekernel.profile.static import StaticReport
 
@@ -88,7 +100,7 @@ def static_reports(task: TaskSpec, runner: Runner, kernel: Path,
                "workloads": [w.axes for w in workloads]}
     # Triton's own library (tl.sum, ...) must be compiled-mode JIT functions: the worker
     # starts outside the interpreter and switches it on only to capture the launches.
-    answer = _run(runner, payload, timeout_s, env={"TRITON_INTERPRET": "0"})
+    answer = _run(runner, payload, timeout_s, env={"TRITON_INTERPRET": "0"}, sandboxed=sandboxed)
     return [StaticReport.model_validate(r) for r in answer["static"]]
 
 
@@ -108,9 +120,10 @@ def merge_static(prof: Profile, report: Any) -> Profile:
 
 
 def _run(runner: Runner, payload: dict[str, Any], timeout_s: float,
-         env: dict[str, str] | None = None) -> dict[str, Any]:
-    result = runner.run(Job(module="forgekernel.profile.worker", payload=payload,
-                            timeout_s=timeout_s, env=env or {}))
+         env: dict[str, str] | None = None, sandboxed: bool = False,
+         cwd: str | None = None) -> dict[str, Any]:
+    result = runner.run(Job(module="forgekernel.profile.worker", payload=payload, cwd=cwd,
+                            timeout_s=timeout_s, env=env or {}, sandboxed=sandboxed))
     if not result.ok or result.result is None:
         tail = [ln for ln in result.stderr_tail.strip().splitlines() if ln.strip()][-1:]
         raise ProfileError(f"profile worker: {result.describe_failure()}"

@@ -80,10 +80,15 @@ def _stdlib() -> tuple[Mechanism | None, str]:
 _CACHE: dict[tuple, Detection] = {}
 
 
-def probe(bwrap: str | None = None, mechanisms: Sequence[str] = MECHANISMS,
+def probe(bwrap: str | None = None, mechanisms: Sequence[str] | None = None,
           refresh: bool = False) -> Detection:
-    """Try each of ``mechanisms`` in order (``bwrap``: the given path, else PATH) by running
-    a trivial sandbox; the first that works wins. Cached per process."""
+    """Try each of ``mechanisms`` in order (``bwrap``: the given path, else FK_BWRAP, else
+    PATH) by running a trivial sandbox; the first that works wins. ``mechanisms`` default:
+    FK_SANDBOX when it names one (``bwrap`` or ``stdlib``), else all. Cached per process."""
+    bwrap = bwrap or os.environ.get("FK_BWRAP") or None
+    if mechanisms is None:
+        chosen = os.environ.get("FK_SANDBOX", "auto")
+        mechanisms = (chosen,) if chosen in MECHANISMS else MECHANISMS
     key = (bwrap, tuple(mechanisms))
     if key in _CACHE and not refresh:
         return _CACHE[key]
