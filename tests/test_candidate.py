@@ -103,7 +103,13 @@ def _legacy_run(tmp_path: Path) -> tuple[Path, str, str]:
     os.replace(pending, rd.candidate(pend_id))
     start = ledger.StartedEvent(seq=2, milestone="M0", row="M0.1", candidate=pend_id,
                                 agent={"agent": "scripted"})
-    rd.ledger.write_text(text + start.model_dump_json() + "\n")
+    # that forge sealed no ledger either: no run id, no signatures
+    lines = [ledger.split_sig(line)[0] for line in text.splitlines()]
+    rd.ledger.write_text("".join(line + "\n" for line in lines) + start.model_dump_json() + "\n")
+    toml = root / "run.toml"
+    toml.write_text("".join(line for line in toml.read_text().splitlines(keepends=True)
+                            if not line.startswith("id ")))
+    assert rundir.open(root).ledger_key() is None
     return root, old_id, pend_id
 
 

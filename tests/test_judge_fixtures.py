@@ -31,8 +31,9 @@ WRONG = {
     "rmsnorm_os_exit": Status.RUNTIME_ERROR, "rmsnorm_sys_exit": Status.RUNTIME_ERROR,
     "rmsnorm_flood": Status.RUNTIME_ERROR, "fused_add_rmsnorm_one_output": Status.WRONG_SHAPE,
 }
-NEEDS_HIDDEN = {"rmsnorm_visible_shapes_only"}
-NEEDS_TIMING = {"rmsnorm_memo_pointer", "rmsnorm_gpu_side_stream"}
+NEEDS_HIDDEN = {"rmsnorm_visible_shapes_only", "rmsnorm_task_toml_shapes"}
+NEEDS_TIMING = {"rmsnorm_memo_pointer", "rmsnorm_gpu_side_stream", "rmsnorm_unobserved_fast_path"}
+"""Cheats that behave honestly unless hidden workloads (or timed calls) are judged."""
 
 
 def _task_of(name: str) -> str:
@@ -103,6 +104,8 @@ def test_cheating_kernels_never_pass(path):
 HONEST_WITHOUT_SCAN = {"rmsnorm_introspect_judge", "rmsnorm_read_reference_file"}
 """Their exploit looks for the judge in its own process and for reference.py beside it;
 in the sandboxed executor both searches come back empty and the honest kernel runs."""
+CANNOT_REACH_WITHOUT_SCAN = {"rmsnorm_import_reference": "ModuleNotFoundError"}
+"""Their exploit needs a module the executor cannot import (the task's reference): it fails."""
 
 
 @pytest.mark.parametrize("path", _cases("cheating"))
@@ -114,5 +117,9 @@ def test_cheats_fail_with_the_scan_off(path):
     _common(verdict, path)
     if path.name in HONEST_WITHOUT_SCAN:
         assert verdict.status is Status.PASSED, verdict.reason  # nothing found: the honest kernel
+        return
+    if path.name in CANNOT_REACH_WITHOUT_SCAN:
+        assert verdict.status is Status.RUNTIME_ERROR, verdict.reason
+        assert CANNOT_REACH_WITHOUT_SCAN[path.name] in verdict.reason
         return
     assert verdict.status in (Status.REJECTED, Status.WRONG_VALUES), verdict.reason

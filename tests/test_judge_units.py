@@ -342,3 +342,26 @@ def test_roofline_floor_only_with_known_ceilings(tasks_dir):
     assert audit.roofline_floor(task, wl, outs, "cpu (Triton interpreter)") is None
     # the rejection line: faster than floor / ROOFLINE_SLACK
     assert floor.sol_pct(floor.floor_ms / audit.ROOFLINE_SLACK) == pytest.approx(100 * audit.ROOFLINE_SLACK)
+
+
+def test_the_gpu_gate_compiles_to_a_bounded_volatile_spin():
+    """The gate (forgekernel.judge.gate) cannot run on the CPU; its sm_90 code is read instead:
+    the spin rereads host memory each time, gives up by the device clock, and the signal and
+    the expiry are system-scope releases. Every batch number shares one compiled kernel."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, compile
+
+    from forgekernel.judge import gate
+
+    wait = compile(ASTSource(fn=gate._gate_wait, constexprs={}, signature={
+        "flag": "*i32", "expired": "*i32", "expect": "i32", "limit_ns": "i64"}),
+        target=GPUTarget("cuda", 90, 32), options={"enable_fp_fusion": False}).asm["ptx"]
+    assert "ld.volatile.global.b32" in wait and "%globaltimer" in wait
+    assert "atom.global.sys.release.exch.b32" in wait  # the expired word
+    signal = compile(ASTSource(fn=gate._gate_signal, constexprs={},
+                               signature={"done": "*i32", "value": "i32"}),
+                     target=GPUTarget("cuda", 90, 32), options={"enable_fp_fusion": False}).asm["ptx"]
+    assert "atom.global.sys.release.exch.b32" in signal
+    names = gate._gate_wait.arg_names
+    unspecialised = {names[i] if isinstance(i, int) else i for i in gate._gate_wait.do_not_specialize}
+    assert {"expect", "limit_ns"} <= unspecialised

@@ -35,6 +35,7 @@ class Executor:
         self.scratch, self.device, self.interpret = scratch, device, interpret
         self.words_fd = words_fd
         self.gate: Any = None
+        self.warmed: set[str] = set()
         self.pool_sets: dict[str, list[list[Any]]] = {}
         self.buffers: dict[str, list[Any]] = {}
         self.pending: list[Any] = []
@@ -193,12 +194,20 @@ class Executor:
 
     def batch(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Enqueue gate, the calls on every pool set, signal; answer before any of it runs."""
+        import torch
+
         from forgekernel.judge import gate, guards
 
         if self.gate is None:
             self.gate = gate.DeviceGate(gate.HostWords(self.words_fd))
         fn = self.callable(msg)
         sets = self.pool_sets[str(msg["key"])]
+        self.pending = []  # the last batch's outputs go back to the allocator before the gate closes
+        if str(msg["key"]) not in self.warmed:  # load what the calls launch, cache their memory
+            self.warmed.add(str(msg["key"]))
+            outs = [fn(*args) for args in sets]
+            torch.cuda.synchronize()
+            del outs
         before = guards.thread_ids()
         n = int(msg["batch"])
         start = time.perf_counter()

@@ -9,9 +9,17 @@ clock. The batch's wall time is device time of K back-to-back calls plus a few
 microseconds of PCIe latency, observed by a process that never ran the calls, on inputs
 it wrote after they were enqueued.
 
-The two words live in a memfd mapping shared by file descriptor; each process registers
-it with the CUDA runtime as mapped host memory, so kernels read and write it directly.
+The words live in a memfd mapping shared by file descriptor; each process registers it
+with the CUDA runtime as mapped host memory, so kernels read and write it directly.
 Nothing here runs on the CPU interpreter.
+
+A spinning kernel and lazy loading do not mix: the first launch of a kernel may load its
+module, and loading may wait for the device to go idle, which it never does while the gate
+spins. So a gate's own kernels are launched once before any gate closes, the executor runs
+a batch's calls once ungated before its first gated batch, and the gate gives up by itself
+after ``limit_s`` (it then writes the batch number into the *expired* word): a call that
+waits on the device (a host synchronisation inside the timed call) costs that long and
+fails, instead of hanging the judge.
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ from typing import Any
 import triton
 import triton.language as tl
 
-GATE_OFFSET, DONE_OFFSET, SIZE = 0, 128, 4096
-"""Byte offsets of the gate and done words (separate cache lines) and the mapping size."""
+GATE_OFFSET, DONE_OFFSET, EXPIRED_OFFSET, SIZE = 0, 128, 256, 4096
+"""Byte offsets of the gate, done and expired words (separate cache lines), the mapping size."""
+LIMIT_S = 30.0
+"""How long a closed gate spins before it gives up (the batch then counts as expired)."""
 _REGISTER_MAPPED_PORTABLE = 0x02 | 0x01
 
 
@@ -72,19 +82,24 @@ class _Word:
 class DeviceGate:
     """Enqueues the gate and the signal on the current stream of this process's GPU."""
 
-    def __init__(self, words: HostWords) -> None:
+    def __init__(self, words: HostWords, limit_s: float = LIMIT_S) -> None:
         import torch
 
-        self.words = words
+        self.words, self.limit_ns = words, int(limit_s * 1e9)
         rc = torch.cuda.cudart().cudaHostRegister(words.address, SIZE, _REGISTER_MAPPED_PORTABLE)
         if int(rc) != 0:
             raise RuntimeError(f"cudaHostRegister of the gate words failed ({rc})")
         self.gate = _Word(words.address + GATE_OFFSET, torch.int32)
         self.done = _Word(words.address + DONE_OFFSET, torch.int32)
+        self.expired = _Word(words.address + EXPIRED_OFFSET, torch.int32)
+        # load both kernels now: a first launch behind a closed gate could wait for it forever
+        _gate_wait[(1,)](self.gate, self.expired, words.read(GATE_OFFSET), self.limit_ns)
+        _gate_signal[(1,)](self.done, words.read(DONE_OFFSET))
+        torch.cuda.synchronize()
 
     def wait(self, batch: int) -> None:
-        """Enqueue: spin until the gate word equals ``batch``."""
-        _gate_wait[(1,)](self.gate, batch)
+        """Enqueue: spin until the gate word equals ``batch`` (or the limit passes)."""
+        _gate_wait[(1,)](self.gate, self.expired, batch, self.limit_ns)
 
     def signal(self, batch: int) -> None:
         """Enqueue: write ``batch`` into the done word (system scope, after the calls)."""
@@ -92,15 +107,31 @@ class DeviceGate:
 
 
 @triton.jit
-def _gate_wait(flag, expect):
+def _now():
+    return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                     is_pure=False, pack=1)
+
+
+@triton.jit(do_not_specialize=["expect", "limit_ns"])  # one compiled kernel for every batch
+def _gate_wait(flag, expired, expect, limit_ns):
+    start = _now()
     value = tl.load(flag, volatile=True)
-    while value != expect:
+    late = False
+    while (value != expect) & (not late):
         value = tl.load(flag, volatile=True)
+        late = (_now() - start) > limit_ns
+    if value != expect:
+        tl.atomic_xchg(expired, expect, sem="release", scope="sys")
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["value"])
 def _gate_signal(done, value):
     tl.atomic_xchg(done, value, sem="release", scope="sys")
+
+
+def expired(words: HostWords, batch: int) -> bool:
+    """Whether the gate of ``batch`` gave up before it was opened."""
+    return words.read(EXPIRED_OFFSET) == batch
 
 
 def open_and_time(words: HostWords, batch: int, timeout_s: float) -> float | None:

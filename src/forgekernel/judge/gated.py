@@ -83,6 +83,9 @@ class ReferenceGate:
         torch.cuda.synchronize()
         if seconds is None:
             raise RuntimeError("the reference's gated batch did not finish")
+        if gate.expired(self.words, self.batch):
+            raise RuntimeError("the reference waits on the device inside its call (a host "
+                               "synchronisation), so its calls cannot be timed back to back")
         return seconds * 1e3 / len(sets), host / len(sets)
 
 

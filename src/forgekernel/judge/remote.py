@@ -157,6 +157,13 @@ class CandidateProcess:
             self.ex.kill()
             raise Failure(Status.TIMEOUT, f"a timed batch on {slot.label} did not finish within "
                           f"{timeout_s:.0f} s", {"kind": "timeout"}, fatal=True)
+        if gate.expired(words, self.batch):
+            self.ex.kill()
+            raise Failure(Status.RUNTIME_ERROR, f"a timed batch on {slot.label} waited on the device "
+                          f"for more than {gate.LIMIT_S:.0f} s before it was let run: the call "
+                          "synchronises with the GPU (.item(), .cpu(), torch.cuda.synchronize(), a "
+                          "blocking copy); forge times calls back to back, so they must not wait",
+                          {"kind": "host_sync"}, fatal=True)
         base = self._round_trip(sync=False, where=slot.label)
         synced = self._round_trip(sync=True, where=slot.label)
         return (seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
