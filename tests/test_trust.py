@@ -208,3 +208,45 @@ def test_workers_get_no_credentials(monkeypatch):
     env = worker_env({"TRITON_INTERPRET": "1"})
     assert not {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "FK_MY_TOKEN"} & set(env)
     assert env["CUDA_VISIBLE_DEVICES"] == "0" and env["TRITON_INTERPRET"] == "1" and "PATH" in env
+
+
+def _library_and_candidate(tmp_path: Path, monkeypatch, body: str) -> Path:
+    """An installed library holding a Triton RMSNorm (on the judge's path, as site-packages
+    would be), and a candidate whose ``run`` is ``body`` and defines no kernel."""
+    lib = tmp_path / "site" / "tinylib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text((CORRECT / "kernel.py").read_text())
+    monkeypatch.setenv("PYTHONPATH", str(lib.parent))
+    kernel = tmp_path / "candidate"
+    kernel.mkdir()
+    (kernel / "kernel.py").write_text(f'"""A third-party kernel."""\nimport torch\nimport tinylib\n\n\n{body}')
+    return kernel
+
+
+def test_a_library_kernel_is_judged_honestly_when_the_policy_allows_it(tmp_path, monkeypatch):
+    kernel = _library_and_candidate(tmp_path, monkeypatch, "def run(x, weight):\n"
+                                    "    return tinylib.run(x, weight)\n")
+    default = _judge(kernel)
+    assert default.status is Status.REJECTED and "no kernel of its own" in default.reason
+    allowed = _judge(kernel, library_kernels=True)
+    assert allowed.status is Status.PASSED, allowed.reason
+    assert allowed.profile["library_kernels"] is True
+    assert [k["name"] for k in allowed.profile["kernels"]] == ["_rmsnorm_row"]
+    by_task = RMSNORM.model_copy(update={"policy": RMSNORM.policy.model_copy(
+        update={"library_kernels": True})})
+    verdict = judge(by_task, kernel, make_runner("cpu"),
+                    JudgeOptions(trials=2, timing=False, hidden=False, timeout_s=120))
+    assert verdict.status is Status.PASSED, verdict.reason
+
+
+def test_the_library_policy_still_rejects_eager_pytorch_doing_the_work(tmp_path, monkeypatch):
+    """A library launch that only copies does not make eager PyTorch around it the kernel."""
+    kernel = _library_and_candidate(tmp_path, monkeypatch, (
+        "def run(x, weight):\n"
+        "    tinylib.run(x, weight)  # launched, answer thrown away\n"
+        "    xf = x.float()\n"
+        "    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+        "    return (y.to(x.dtype) * weight).to(x.dtype)\n"))
+    verdict = _judge(kernel, library_kernels=True)
+    assert verdict.status is Status.REJECTED, verdict.reason
+    assert "not written by any of your Triton kernels" in verdict.reason, verdict.reason

@@ -159,6 +159,11 @@ class BudgetSpec(Record):
 class PolicySpec(Record):
     forbid: tuple[str, ...] = ()
     """Dotted library calls a candidate must not make (AST and launched-kernel audit)."""
+    library_kernels: bool = False
+    """Triton kernels of installed libraries (Liger, say) count as the candidate's kernels: it
+    need not define one, and a library launch may do the work. Off by default, so an agent's
+    candidate must bring its own kernel; `forge judge --library-kernels` sets it for one
+    verdict. Eager PyTorch around the kernels is still judged as usual."""
 
 
 class CostSpec(Record):

@@ -74,6 +74,9 @@ def _print(verdict) -> None:
     held = (verdict.profile or {}).get("sandbox")
     if held:
         typer.echo(f"candidate ran in: {held}")
+    if (verdict.profile or {}).get("library_kernels"):
+        typer.echo("policy: library kernels count as the candidate's (--library-kernels or the "
+                   "task's [policy] library_kernels)")
     if verdict.feedback:
         typer.echo("\n" + verdict.feedback)
 
@@ -92,6 +95,9 @@ def judge(
                                         help="Kernel dir timed as the performance reference."),
     no_static: bool = typer.Option(False, "--no-static",
                                    help="Skip the source scan: only what the kernel does decides."),
+    library_kernels: bool = typer.Option(
+        False, "--library-kernels", help="Count an installed library's Triton kernels (Liger, say) as "
+        "the kernel's own, as a task's [policy] library_kernels = true does."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
 ) -> None:
     """Judge a kernel: correctness on visible and hidden workloads, integrity, timing."""
@@ -99,7 +105,7 @@ def judge(
 
     options = JudgeOptions(trials=trials, timeout_s=timeout, timing=not no_timing, graphs=graphs,
                            perf_reference=perf_reference, static=not no_static,
-                           unsafe_no_sandbox=unsafe_no_sandbox)
+                           library_kernels=library_kernels, unsafe_no_sandbox=unsafe_no_sandbox)
     _run(task_dir, kernel, delivery, options, as_json)
 
 

@@ -46,7 +46,8 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
         digest = cand.source_hash(staged)
         perf_dir = cand.stage(opts.perf_reference, root / "perf") if opts.perf_reference else None
         base = {"candidate": digest, "judge": JUDGE_NAME, "delivery": runner.name}
-        early, checked = _static(task, staged, base, opts.static)
+        early, checked = _static(task, staged, base, opts.static,
+                                 task.policy.library_kernels or opts.library_kernels)
         if early is not None:
             return _finish(early, start)
         payload = {"task": task.model_dump(mode="json"), "options": opts.model_dump(mode="json"),
@@ -61,23 +62,25 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
     return _finish(_from_job(result, base, job.timeout_s), start)
 
 
-def _static(task: TaskSpec, staged: Path, base: dict[str, Any],
-            scan: bool = True) -> tuple[Verdict | None, policy.PolicyResult]:
-    """Syntax and policy problems, found before anything runs (``scan`` False: syntax only)."""
+def _static(task: TaskSpec, staged: Path, base: dict[str, Any], scan: bool = True,
+            library: bool = False) -> tuple[Verdict | None, policy.PolicyResult]:
+    """Syntax and policy problems, found before anything runs (``scan`` False: syntax only;
+    ``library``: a candidate may rely on installed libraries' kernels alone)."""
     checked = policy.check_sources(staged, task.policy.forbid)
     if not scan:
         checked.violations = []
-    return _static_verdict(checked, base), checked
+    return _static_verdict(checked, base, library), checked
 
 
-def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any]) -> Verdict | None:
+def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any],
+                    library: bool = False) -> Verdict | None:
     if checked.syntax_error:
         return _verdict(Status.COMPILE_ERROR, f"syntax error: {checked.syntax_error}", base,
                         {"kind": "syntax", "phase": "static", "message": checked.syntax_error})
     if checked.violations:
         return _verdict(Status.REJECTED, f"source policy: {checked.violations[0]}", base,
                         {"kind": "policy", "phase": "static", "violations": checked.violations[:8]})
-    if not checked.own_kernels:
+    if not checked.own_kernels and not library:
         return _verdict(Status.REJECTED, "the candidate defines no kernel of its own (no @triton.jit "
                         "function and no CUDA __global__ function)", base,
                         {"kind": "no_kernel", "phase": "static"})

@@ -337,14 +337,15 @@ def roofline_floor(task: Any, workload: Any, outputs: list[tuple[tuple[int, ...]
     return roofline.floor(nbytes, flops, roofline.H200_SHARED, roofline.compute_dtype(task))
 
 
-def observed_violation(obs: dict[str, Any], *, own: list[str], forbid: tuple[str, ...],
+def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tuple[str, ...],
                        ref_ops: set[str], interpret: bool) -> tuple[str, str] | None:
-    """(kind, reason) of the first audit rule what the executor observed breaks, else None."""
+    """(kind, reason) of the first audit rule what the executor observed breaks, else None
+    (``own`` None: the task allows library kernels, so any Triton launch is the candidate's)."""
     bad = _forbidden_calls([str(c) for c in obs.get("calls", [])], forbid)
     if bad:
         return "forbidden", f"the call used {bad}, which the task forbids"
     launches = [str(n) for n in obs.get("launches", [])]
-    if not any(n in own for n in launches):
+    if not any(own is None or n in own for n in launches):
         shown = ", ".join(sorted(set(launches))[:5]) or "nothing"
         return "no_launch", (f"none of your kernels ran during the call (launched: {shown}); a "
                              "defined kernel must be launched and do the work")

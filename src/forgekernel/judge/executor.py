@@ -46,7 +46,8 @@ class Executor:
         self.module: Any = None
         self.fn: Any = None
         self.models: dict[str, Any] = {}
-        self.own: tuple[str, ...] = ()
+        self.own: tuple[str, ...] | None = ()
+        """The candidate's kernel names (None: any Triton kernel counts, library ones too)."""
         self.candidate_dir = ""
         self.outputs: dict[str, tuple[Any, ...]] = {}
 
@@ -82,7 +83,7 @@ class Executor:
         from forgekernel.task import load_module
 
         kernel = Path(msg["kernel"])
-        self.own = tuple(str(n) for n in msg.get("own", ()))
+        self.own = None if msg.get("any_kernel") else tuple(str(n) for n in msg.get("own", ()))
         self.candidate_dir = str(kernel.parent.resolve())
         if self.candidate_dir not in sys.path:
             sys.path.append(self.candidate_dir)

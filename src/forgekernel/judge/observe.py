@@ -186,13 +186,13 @@ def watching(interpret: bool) -> Iterator[Seen]:
 
 
 def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...],
-            own: tuple[str, ...] = ()) -> dict[str, Any]:
+            own: tuple[str, ...] | None = ()) -> dict[str, Any]:
     """JSON-able facts: launches, eager compute calls, which inputs the candidate's own
-    launches (``own``: its kernels' names) read and which outputs they wrote (directly, or
-    through data movement: a cast, a copy, a view)."""
+    launches (``own``: its kernels' names; None: every Triton launch) read and which outputs
+    they wrote (directly, or through data movement: a cast, a copy, a view)."""
     import torch
 
-    mine = [launch for launch in seen.launches if launch["name"] in own]
+    mine = [launch for launch in seen.launches if own is None or launch["name"] in own]
     touched = set().union(*(launch["args"] for launch in mine)) if mine else set()
     reach = _reach(seen.flows, touched)
     by_loads = [launch for launch in mine if "loads" in launch]

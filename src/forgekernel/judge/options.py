@@ -37,6 +37,9 @@ class JudgeOptions(BaseModel):
     unsafe_no_sandbox: bool = False
     """Run the candidate's executor without the sandbox (``--unsafe-no-sandbox``): it then
     sees this user's files and network; the verdict says so."""
+    library_kernels: bool = False
+    """Judge as if the task's ``[policy] library_kernels`` were on (``forge judge
+    --library-kernels``): an installed library's Triton kernels count as the candidate's."""
     lead: bool = True
     """Keep the stream busy with a calibrated spin while the host enqueues each timed call
     (see :mod:`forgekernel.judge.timing`); off only to measure what the lead changes."""

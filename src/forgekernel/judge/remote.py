@@ -93,7 +93,8 @@ class CandidateProcess:
         """Import the candidate; for KernelBench, build ModelNew at every workload."""
         entry = "ModelNew" if kernelbench else "run"
         reply = self._ask({"op": "load", "kernel": str(self.kernel), "entry": entry,
-                           "own": list(self.session.own_kernels)},
+                           "own": list(self.session.own_kernels),
+                           "any_kernel": self.session.library_kernels},
                           REQUEST_S["load"], phase="import", where="import")
         if "missing" in reply:
             raise Failure(Status.COMPILE_ERROR, str(reply["missing"])[:200],

@@ -93,6 +93,8 @@ class Session:
         self.opts = JudgeOptions.model_validate(payload["options"])
         self.candidate_dir = str(Path(payload["candidate_dir"]).resolve())
         self.own_kernels: list[str] = list(payload.get("own_kernels", []))
+        self.library_kernels = self.task.policy.library_kernels or self.opts.library_kernels
+        """Any Triton launch counts as the candidate's (an installed library's kernels too)."""
         self.cuda = delivery != "cpu" and torch.cuda.is_available()
         self.device = "cuda" if self.cuda else "cpu"
         self.interpret = delivery == "cpu"
@@ -245,7 +247,8 @@ class Session:
             ref = self.problem.reference_callable(slot.wl)
             args = self.problem.make(slot.wl, inp.secret_seed())
             self.ref_ops = observe.eager_ops(lambda: ref(*args))
-        why = audit.observed_violation(observed, own=self.own_kernels, forbid=self.task.policy.forbid,
+        own = None if self.library_kernels else self.own_kernels
+        why = audit.observed_violation(observed, own=own, forbid=self.task.policy.forbid,
                                        ref_ops=self.ref_ops, interpret=self.interpret)
         if len(self.observed) < 4:
             self.observed.append({k: observed.get(k) for k in ("launches", "eager")})

@@ -145,6 +145,7 @@ def _result(session: Any, status: Any, reason: str, details: dict[str, Any],
                        for k, t in enumerate(session.tolerances)],
         "nondeterministic": session.nondeterministic, "notes": session.notes,
         "own_kernels": session.own_kernels, "phases": session.phases,
+        "library_kernels": session.library_kernels,
         "sandbox": session.cand.sandbox if session.cand is not None else "",
         **session.launch_summary(),
     }
