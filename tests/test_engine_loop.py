@@ -47,6 +47,22 @@ def test_target_reached_confirms_and_exits_0(tmp_path):
     assert "-- met** (exit code 0)" in text
 
 
+def test_an_agent_that_made_no_edit_is_an_agent_error_not_a_judged_stub(tmp_path):
+    outcome, events, _ = go(tmp_path, [step(None, summary="thought about it"), step("torch_fast.py")],
+                            iterations=2)
+    got = [e for e in events if isinstance(e, Attempt)]
+    assert got[0].verdict is None and got[0].error.startswith("agent error: made no edit")
+    assert got[1].verdict.passed and outcome.best == got[1].candidate
+    assert not [e for e in events if isinstance(e, ledger.StartedEvent) and e.seq == 1]
+
+
+def test_the_report_names_a_model_whose_tokens_were_not_priced(tmp_path):
+    local = {"agent": "openai", "model": "my-local-llama", "input_tokens": 10, "output_tokens": 5}
+    outcome, _, _ = go(tmp_path, [step("torch_fast.py", cost=local)], iterations=1)
+    text = rundir.open(outcome.run_dir).report.read_text()
+    assert "agent dollars: 0.00 (no price known for my-local-llama" in text
+
+
 def test_iteration_budget(tmp_path):
     outcome, events, _ = go(tmp_path, [step("wrong.py"), step("broken.py"), step("torch_fast.py")], iterations=2)
     assert outcome.reason == "iteration budget spent (2 of 2)" and outcome.best is None

@@ -171,7 +171,7 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
               f"{session.agent if session else cfg.agent}; architect: "
               f"{session.architect if session else cfg.architect}",
               f"- attempts: {state.iterations}; re-plans: {_replans(state)}; wall minutes: "
-              f"{state.minutes():.1f}; agent dollars: {state.dollars():.2f}", "",
+              f"{state.minutes():.1f}; agent dollars: {state.dollars():.2f}{_unpriced(state)}", "",
               "## Workloads", "", *workload_table(verdict, ref.get("floors", [])), "",
               "## Milestones", "", *milestone_lines(state), "", "## Attempts", "",
               *attempt_lines(state, cfg.engine.noise_floor),
@@ -222,3 +222,13 @@ def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
         plots = {f"no plot: matplotlib is not available ({exc})": ""}
     rundir.atomic_write(rd.report, render(rd, state, plots))
     return rd.report
+
+
+def _unpriced(state: RunState) -> str:
+    """A note naming the models whose tokens were counted but not priced (cost $0)."""
+    from forgekernel.prices import unpriced
+
+    costs = [a.agent for a in state.attempts.values()] + [p.agent for p in state.plans]
+    models = {c.model for c in costs if c.agent != "claude-code" and c.input_tokens + c.output_tokens}
+    names = unpriced(models)
+    return f" (no price known for {', '.join(names)}: their tokens are counted, not priced)" if names else ""

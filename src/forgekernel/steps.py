@@ -204,6 +204,7 @@ class Steps:
                            feedback=feedback, history=self.history() + views.proposed(st),
                            best=self.best_summary(), retry=retry, check_command=self.seams.check_command)
         self.emit("propose", f"#{seq} {row.id} ({coder.name}): {row.decision}", seq=seq, row=row.id)
+        given = self.seams.hasher(self.ws.root)
         try:
             res = coder.implement(ctx)
         except NothingToTry as exc:
@@ -224,6 +225,9 @@ class Steps:
         if res.error:
             return self._failed(seq, m, row, f"{AGENT_ERROR}{res.error}", res.cost)
         cid = self.seams.hasher(self.ws.root)
+        if cid == given:
+            return self._failed(seq, m, row, f"{AGENT_ERROR}made no edit: the workspace still holds "
+                                f"the kernel it was given ({cid}); nothing to judge", res.cost)
         prev = st.judged(cid) or next((s.seq for s in st.waiting if s.candidate == cid), None)
         if prev is not None:
             return self._failed(seq, m, row, f"{DUPLICATE}#{prev}: candidate {cid} is unchanged; "

@@ -26,45 +26,10 @@ from forgekernel.agents.base import (
     CoderResult,
 )
 from forgekernel.agents.tools import Tool, ToolBox, ToolOutcome, coder_tools, schema
+from forgekernel.prices import PRICES, dollars, price_of  # noqa: F401 - re-exported
 from forgekernel.records import AgentCost, Curriculum
 
-PRICES: dict[str, tuple[float, float]] = {
-    # model name prefix: (USD per million input tokens, USD per million output tokens),
-    # list prices as published by the providers; edit here when they change.
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-haiku-4": (1.0, 5.0),
-    "claude-3-7-sonnet": (3.0, 15.0),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "gpt-4o-mini": (0.15, 0.6),
-    "gpt-4o": (2.5, 10.0),
-    "gpt-4.1-nano": (0.1, 0.4),
-    "gpt-4.1-mini": (0.4, 1.6),
-    "gpt-4.1": (2.0, 8.0),
-    "gpt-5-nano": (0.05, 0.4),
-    "gpt-5-mini": (0.25, 2.0),
-    "gpt-5": (1.25, 10.0),
-    "o4-mini": (1.1, 4.4),
-    "o3": (2.0, 8.0),
-}
-"""Per-model prices, matched by the longest prefix of the model name (provider/ prefix dropped)."""
-
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-
-
-def price_of(model: str) -> tuple[float, float] | None:
-    name = model.rsplit("/", 1)[-1].lower()
-    hits = [p for p in PRICES if name.startswith(p)]
-    return PRICES[max(hits, key=len)] if hits else None
-
-
-def dollars(model: str, input_tokens: int, output_tokens: int) -> tuple[float, str]:
-    """Cost of the tokens, and a note when the model has no price (cost 0, tokens kept)."""
-    price = price_of(model)
-    if price is None:
-        return 0.0, f"no price known for model '{model}': cost recorded as $0 (tokens recorded)"
-    return (input_tokens * price[0] + output_tokens * price[1]) / 1e6, ""
 
 
 @dataclass(frozen=True)
@@ -208,9 +173,8 @@ class Tally:
         self.output_tokens += reply.output_tokens
 
     def cost(self, agent: str, model: str) -> AgentCost:
-        usd, note = dollars(model, self.input_tokens, self.output_tokens)
-        if note and note not in self.notes:
-            self.notes.append(note)
+        """What the call cost (a model with no known price costs $0 here; the report names it)."""
+        usd, _ = dollars(model, self.input_tokens, self.output_tokens)
         return AgentCost(agent=agent, model=model, dollars=usd, input_tokens=self.input_tokens,
                          output_tokens=self.output_tokens, turns=self.turns)
 
@@ -334,8 +298,10 @@ class LoopArchitect:
             chat.close()
         cost = tally.cost(self.name, chat.model)
         if "curriculum" not in found:
-            raise with_cost(AgentError(
-                f"{self.name} architect: no valid curriculum after {tally.turns} turns "
-                f"({'; '.join(tally.notes) or out.summary[:200] or 'no submission'})"), cost)
+            said = " ".join(out.last_text.split())[:300]
+            why = "; ".join([f"the model's last words: {said!r}" if said else "the model wrote no text",
+                             *tally.notes])
+            raise with_cost(AgentError(f"{self.name} architect: no curriculum submitted after "
+                                       f"{tally.turns} turns ({why})"), cost)
         return ArchitectResult(curriculum=found["curriculum"], cost=cost,
                                notes="; ".join([out.summary, *tally.notes]).strip("; "))

@@ -1,0 +1,47 @@
+"""What a model's tokens cost: list prices by model name, and the cost of a call.
+
+Used by the API agents (each call's cost) and by the report (which models were not priced).
+"""
+
+from __future__ import annotations
+
+PRICES: dict[str, tuple[float, float]] = {
+    # model name prefix: (USD per million input tokens, USD per million output tokens),
+    # list prices as published by the providers; edit here when they change.
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-haiku-4": (1.0, 5.0),
+    "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-3-5-haiku": (0.8, 4.0),
+    "gpt-4o-mini": (0.15, 0.6),
+    "gpt-4o": (2.5, 10.0),
+    "gpt-4.1-nano": (0.1, 0.4),
+    "gpt-4.1-mini": (0.4, 1.6),
+    "gpt-4.1": (2.0, 8.0),
+    "gpt-5-nano": (0.05, 0.4),
+    "gpt-5-mini": (0.25, 2.0),
+    "gpt-5": (1.25, 10.0),
+    "o4-mini": (1.1, 4.4),
+    "o3": (2.0, 8.0),
+}
+"""Per-model prices, matched by the longest prefix of the model name (provider/ prefix dropped)."""
+
+
+def price_of(model: str) -> tuple[float, float] | None:
+    name = model.rsplit("/", 1)[-1].lower()
+    hits = [p for p in PRICES if name.startswith(p)]
+    return PRICES[max(hits, key=len)] if hits else None
+
+
+def dollars(model: str, input_tokens: int, output_tokens: int) -> tuple[float, str]:
+    """Cost of the tokens, and a note when the model has no price (cost 0, tokens kept)."""
+    price = price_of(model)
+    if price is None:
+        return 0.0, f"no price known for model '{model}': cost recorded as $0 (tokens recorded)"
+    return (input_tokens * price[0] + output_tokens * price[1]) / 1e6, ""
+
+
+def unpriced(models: set[str]) -> list[str]:
+    """The models among ``models`` with no known price."""
+    return sorted(m for m in models if m and price_of(m) is None)
