@@ -177,12 +177,25 @@ def test_agent_sees_certified_facts_only(tmp_path):
     assert kb.prescriptions_for_agent(task, kb_dir=kb_dir) == ()
     large, small = copy_probe.results_from_sweep(copy_sweep(4.2, 3.9))  # small ratio fails
     _certify(kb_dir, [large, small])
-    lines = kb.prescriptions_for_agent(task, kb_dir=kb_dir)
+    assert kb.prescriptions_for_agent(task, kb_dir=kb_dir) == ()  # a planning fact: not the coder's
+    lines = kb.prescriptions_for_agent(task, kb_dir=kb_dir, role="architect")
     assert len(lines) == 1
     assert "4.2 TB/s" in lines[0] and "NVIDIA H200" in lines[0]
     assert kb.get("sm90.copy_large", kb_dir).prescription.rstrip(".") in lines[0]
     ranked = kb.prescribe(task, kb_dir=kb_dir)
     assert "NVIDIA H200" in ranked[0].floors  # floors now come from the certified entries
+
+
+def test_prescriptions_reach_only_their_role_and_operator():
+    """Judge-side practice (graph replay, flushing the L2) never reaches an agent; tensor-core
+    and TMA advice never reaches a row normalisation."""
+    rms = load_task(REPO / "tasks" / "rmsnorm")
+    for role in ("coder", "architect"):
+        text = " ".join(kb.prescriptions_for_agent(rms, role=role))
+        assert text and "graph" not in text.lower() and "flush" not in text.lower()
+        assert "tl.dot" not in text and "TMA" not in text
+    judge_only = [e.id for e in kb.load("sm90") if "coder" not in e.roles and "architect" not in e.roles]
+    assert judge_only == ["sm90.launch_graph"]
 
 
 def test_committed_records_match_committed_probe_runs():

@@ -396,6 +396,9 @@ class KBEntry(Record):
     comparison: Literal[">=", "<=", ">", "<"] = ">="
     bottlenecks: tuple[str, ...] = ()
     families: tuple[str, ...] = ()
+    roles: tuple[Literal["coder", "architect", "judge"], ...] = ("coder", "architect")
+    """Who the prescription is for: the agent writing kernels, the one planning, or the judge
+    (a measuring practice, never shown to an agent)."""
     prescription: str = ""
     certification: Certification | None = None
 

@@ -32,7 +32,7 @@ class Profiler(Protocol):
 class Prescriber(Protocol):
     """Knowledge-base prescriptions (short texts) the agents should see for a task."""
 
-    def __call__(self, task: TaskSpec, profiles: Sequence[Profile]) -> Sequence[str]: ...
+    def __call__(self, task: TaskSpec, profiles: Sequence[Profile], role: str) -> Sequence[str]: ...
 
 
 class EngineError(ForgeError, RuntimeError):

@@ -55,7 +55,7 @@ class Steps:
         self.gate: C.GateResult | None = None
         self.nothing_left = ""
         self.unrecorded_cost: AgentCost | None = None
-        self._prescriptions: tuple[str, ...] | None = None
+        self._prescriptions: dict[str, tuple[str, ...]] = {}
 
     # -- plumbing
     def emit(self, kind: str, message: str, **data: Any) -> None:
@@ -152,7 +152,7 @@ class Steps:
         initial = st.curriculum is None
         self.emit("plan", f"architect ({arch.name}): {reason}")
         ctx = ArchitectContext(task=self.task, reference_source=self.reference_source,
-                               profiles=self.reference_profiles(), prescriptions=self.prescriptions(),
+                               profiles=self.reference_profiles(), prescriptions=self.prescriptions("architect"),
                                current=st.curriculum, reason=reason, history=self.history(),
                                best=self.best_summary(), extra=self._architect_extra())
         try:
@@ -200,7 +200,7 @@ class Steps:
         feedback, retry = st.last_feedback(row.id)
         ctx = CoderContext(task=self.task, reference_source=self.reference_source,
                            workspace=self.ws.root, curriculum=st.curriculum, milestone=m, row=row,
-                           profiles=self.reference_profiles(), prescriptions=self.prescriptions(),
+                           profiles=self.reference_profiles(), prescriptions=self.prescriptions("coder"),
                            feedback=feedback, history=self.history() + views.proposed(st),
                            best=self.best_summary(), retry=retry, check_command=self.seams.check_command)
         self.emit("propose", f"#{seq} {row.id} ({coder.name}): {row.decision}", seq=seq, row=row.id)
@@ -389,11 +389,12 @@ class Steps:
     def reference_profiles(self) -> tuple[Profile, ...]:
         return views.reference_profiles(self.rd)
 
-    def prescriptions(self) -> tuple[str, ...]:
-        if self._prescriptions is None:
+    def prescriptions(self, role: str) -> tuple[str, ...]:
+        """The knowledge base's prescriptions for the agent in ``role`` (coder or architect)."""
+        if role not in self._prescriptions:
             p = self.seams.prescriber
-            self._prescriptions = tuple(p(self.task, self.reference_profiles())) if p else ()
-        return self._prescriptions
+            self._prescriptions[role] = tuple(p(self.task, self.reference_profiles(), role)) if p else ()
+        return self._prescriptions[role]
 
     def _architect_extra(self) -> dict[str, Any]:
         runner = self.seams.runner

@@ -205,7 +205,7 @@ def _prescriber():
         from forgekernel.kb import prescriptions_for_agent
     except ImportError:
         return None
-    return lambda task, profiles: prescriptions_for_agent(task, list(profiles) or None)
+    return lambda task, profiles, role: prescriptions_for_agent(task, list(profiles) or None, role=role)
 
 
 def _check_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str, ...]:

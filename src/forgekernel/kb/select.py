@@ -146,7 +146,8 @@ def agent_sentence(entry: KBEntry) -> str:
 
 
 def prescriptions_for_agent(task: TaskSpec, profiles: Sequence[Profile] | None = None, *,
-                            kb_dir: str | Path | None = None) -> tuple[str, ...]:
-    """Certified, relevant facts for a coding agent, best first; never uncertified ones."""
+                            kb_dir: str | Path | None = None, role: str = "coder") -> tuple[str, ...]:
+    """Certified, relevant facts for the agent in ``role`` (coder or architect), best first;
+    never uncertified ones, never another role's."""
     return tuple(agent_sentence(p.entry) for p in prescribe(task, profiles, kb_dir=kb_dir)
-                 if p.entry.certified and p.relevant)
+                 if p.entry.certified and p.relevant and role in p.entry.roles)
