@@ -129,7 +129,7 @@ def test_unknown_model_is_agent_error(tmp_path, kind):
     ws = workspace(tmp_path)
     with BACKENDS[kind][1]([{"error": 404, "message": "model: nope-1"}]) as srv:
         with pytest.raises(AgentError, match=r"model 'nope-1' not found \(404\)"):
-            make(kind, srv, model="nope-1").implement(coder_ctx(ws))
+            make(kind, srv, model="nope-1", price=(0.0, 0.0)).implement(coder_ctx(ws))
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
@@ -154,13 +154,19 @@ def test_text_only_replies_get_nudged_then_end(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_unknown_model_price_records_tokens_at_zero_cost(tmp_path, kind):
+def test_a_model_without_a_price_needs_one_from_the_user(tmp_path, kind):
     ws = workspace(tmp_path)
-    step = {"usage": {"input_tokens": 10, "output_tokens": 5},
+    with BACKENDS[kind][1]([]) as srv, pytest.raises(AgentError) as info:
+        make(kind, srv, model="my-local-llama")
+    assert "no price known for model 'my-local-llama'" in str(info.value) and "--price" in str(info.value)
+    step = {"usage": {"input_tokens": 1_000_000, "output_tokens": 500_000},
             "tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}
+    module = BACKENDS[kind][0]
     with BACKENDS[kind][1]([step]) as srv:
-        res = make(kind, srv, model="my-local-llama").implement(coder_ctx(ws))
-    assert res.cost.dollars == 0 and res.cost.input_tokens == 10 and res.cost.output_tokens == 5
+        coder = module.make_coder(settings(model="my-local-llama", price="0.5, 2"), api_key="dummy",
+                                  base_url=srv.url + ("/v1" if kind == "openai" else ""))
+        res = coder.implement(coder_ctx(ws))
+    assert res.cost.dollars == pytest.approx(0.5 + 1.0) and res.cost.input_tokens == 1_000_000
     assert res.summary == "s"  # bookkeeping stays out of what the next prompts show
 
 
@@ -220,7 +226,7 @@ def test_architect_fails_after_bounded_invalid_curricula(kind):
 
     module, fake = BACKENDS[kind]
     with fake(architect_script(3, PLAN)) as srv:
-        arch = module.make_architect(settings(model="m"), api_key="k", max_invalid=2,
+        arch = module.make_architect(settings(model="m", price="0,0"), api_key="k", max_invalid=2,
                                      base_url=srv.url + ("/v1" if kind == "openai" else ""))
         with pytest.raises(AgentError, match="3 invalid curricula") as info:
             arch.plan(architect_ctx())
@@ -233,7 +239,7 @@ def test_a_planner_that_never_submits_is_reported_with_its_own_words(kind):
     module, fake = BACKENDS[kind]
     talk = [{"text": "I think a row-wise kernel is best.", "usage": {"input_tokens": 3, "output_tokens": 2}}]
     with fake(talk * 3) as srv:
-        arch = module.make_architect(settings(model="my-local-llama"), api_key="k", max_turns=3,
+        arch = module.make_architect(settings(model="my-local-llama", price="0,0"), api_key="k", max_turns=3,
                                      base_url=srv.url + ("/v1" if kind == "openai" else ""))
         with pytest.raises(AgentError) as info:
             arch.plan(architect_ctx())
@@ -295,7 +301,7 @@ def test_check_command_timeout_kills_it(tmp_path):
 def test_openai_compatible_server_model_is_discovered(tmp_path):
     ws = workspace(tmp_path)
     with FakeOpenAI([{"tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}]) as srv:
-        coder = openai_api.make_coder(settings(openai_base_url=srv.url + "/v1"), sleep=lambda s: None)
+        coder = openai_api.make_coder(settings(openai_base_url=srv.url + "/v1", price="0,0"), sleep=lambda s: None)
         res = coder.implement(coder_ctx(ws))
     assert srv.paths()[0] == "GET /v1/models"
     assert srv.scripted()[0].body["model"] == "fake" == res.cost.model
@@ -354,7 +360,7 @@ def test_openai_backend_tolerates_a_minimal_compatible_server(tmp_path):
                    "name": "finish", "arguments": "{\"summary\": \"wrote it\"}"}}]}]
     server = _Minimal(replies)
     with server as url:
-        res = openai_api.make_coder(settings(openai_base_url=url)).implement(coder_ctx(ws))
+        res = openai_api.make_coder(settings(openai_base_url=url, price="0,0")).implement(coder_ctx(ws))
     assert (ws / "kernel.py").read_text() == "X = 2\n"
     assert res.error == "" and res.summary.startswith("wrote it")
     assert server.bodies[0]["model"] == "default"  # no /models: the server picks its model

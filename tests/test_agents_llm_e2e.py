@@ -94,8 +94,10 @@ def test_forge_run_with_openai_coder_and_architect(tmp_path):
              {"tool_calls": [{"name": "run_check", "input": {}}]},
              {"tool_calls": [{"name": "finish", "input": {"summary": "one program per row"}}]}]
     with FakeOpenAI(steps) as srv:
-        proc = forge_run(tmp_path, {"OPENAI_BASE_URL": srv.url + "/v1"}, "--agent", "openai")
+        proc = forge_run(tmp_path, {"OPENAI_BASE_URL": srv.url + "/v1"}, "--agent", "openai",
+                         "--price", "0.5,2")
     attempt = check_outcome(tmp_path, proc, "openai")
+    assert attempt["agent"]["dollars"] > 0  # the user's price for a model the table lacks
     assert attempt["row"] == "M0.1" and attempt["agent"]["model"] == "fake"
     assert srv.remaining == 0
     check_result = srv.scripted()[3].body["messages"][-1]
@@ -127,6 +129,15 @@ def test_forge_run_with_claude_code_coder_and_builtin_architect(tmp_path):
     attempt = check_outcome(tmp_path, proc, "claude-code")
     assert attempt["agent"]["session"] and attempt["agent"]["dollars"] > 0
     assert srv.paths() == ["POST /v1/messages?beta=true"] * 3 and srv.remaining == 0
+
+
+def test_forge_run_with_an_unpriced_model_stops_before_a_run_dir(tmp_path):
+    with FakeOpenAI([]) as srv:
+        proc = forge_run(tmp_path, {"OPENAI_BASE_URL": srv.url + "/v1"}, "--agent", "openai")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no price known for model 'fake'" in lines[0] and "--price" in lines[0]
+    assert not (tmp_path / "run").exists()
 
 
 def test_forge_run_with_anthropic_and_no_key_stops_at_once(tmp_path):

@@ -117,3 +117,17 @@ def test_ray_delivery_without_a_gpu_stops_before_a_run_dir(tmp_path):
         assert not out.exists() and seconds < 30
     plan = json.loads(proc.stdout)  # the dry run shows its plan, then says what is missing
     assert plan["delivery"]["name"] == "ray"
+
+
+def test_an_api_model_without_a_price_is_refused_before_a_run_dir():
+    from forgekernel.config import ConfigError, Settings, load_settings
+    from forgekernel.preflight import price_problem
+
+    assert "no price known for model 'my-model'" in price_problem(Settings(model="my-model"), "anthropic")
+    assert price_problem(Settings(model="my-model", price="1,2"), "anthropic") == ""
+    assert price_problem(Settings(), "anthropic", "openai") == ""  # the defaults are priced
+    assert price_problem(Settings(model="my-model"), "builtin", "claude-code") == ""  # not billed per token here
+    local = Settings(openai_base_url="http://127.0.0.1:9/v1")
+    assert price_problem(local, "openai") == ""  # its model is known once `forge run` asks the server
+    with pytest.raises(ConfigError, match="FK_PRICE .flag.: price 'cheap'"):
+        load_settings({"price": "cheap"})

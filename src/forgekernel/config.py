@@ -33,6 +33,7 @@ ENV_KEYS = {
     "RAY_ADDRESS": "ray_address",
     "FK_REMOTE_DEVICE": "remote_device",
     "FK_BWRAP": "bwrap",
+    "FK_PRICE": "price",
 }
 """Environment / local.env variable -> Settings field."""
 
@@ -83,6 +84,9 @@ class Settings(BaseModel):
     """Hardware knowledge base directory (default: ``hw_kb/`` at the repository root)."""
     bwrap: str | None = None
     """bubblewrap binary for the worker sandbox (default: ``bwrap`` on PATH)."""
+    price: str | None = None
+    """``IN,OUT``: USD per million input and output tokens of the LLM, for a model the price
+    table does not know (a local server: ``0,0``)."""
     secrets_present: dict[str, bool] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
     """Field -> where its value came from (default, local.env, environment, flag)."""
@@ -140,6 +144,13 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None) 
     if values.get("delivery", "auto") not in DELIVERIES:
         raise ConfigError(f"delivery {values['delivery']!r} ({sources.get('delivery')}) is not "
                           f"one of {', '.join(DELIVERIES)}")
+    if values.get("price") is not None:
+        from forgekernel.prices import PriceError, parse
+
+        try:
+            parse(values["price"])
+        except PriceError as exc:
+            raise ConfigError(f"FK_PRICE ({sources['price']}): {exc}") from None
     return Settings(**values, secrets_present=secrets, sources=sources)
 
 

@@ -178,6 +178,24 @@ def login_problem(settings: Settings, *names: str) -> str:
     return ""
 
 
+def price_problem(settings: Settings, *names: str) -> str:
+    """Why an API agent among ``names`` could not be priced, when its model is known without
+    asking a server (a local server's model is checked when `forge run` builds the agent)."""
+    from forgekernel import prices
+    from forgekernel.agents import anthropic_api, openai_api  # light: the SDKs load on use
+
+    given = prices.parse(settings.price) if settings.price else None
+    for name in dict.fromkeys(names):
+        model = settings.model
+        if name == "anthropic":
+            model = model or anthropic_api.DEFAULT_MODEL
+        elif name == "openai" and "api.openai.com" in (settings.openai_base_url or openai_api.DEFAULT_BASE_URL):
+            model = model or openai_api.DEFAULT_MODEL
+        if name in ("anthropic", "openai") and model and prices.missing(model, given):
+            return f"{name} agent: {prices.missing(model, given)}"
+    return ""
+
+
 def check_new(settings: Settings, connect: bool = True, unsafe_no_sandbox: bool = False) -> str:
     """What `forge new` checks before it creates a run dir (the agents are built by `forge
     run`, which has the script a scripted agent needs); returns the resolved delivery."""
@@ -190,7 +208,7 @@ def check_new(settings: Settings, connect: bool = True, unsafe_no_sandbox: bool 
         missing = agent_missing(name, settings)
         if missing:
             raise PreflightError(f"{role} agent '{name}' cannot run here: missing {'; '.join(missing)}")
-    problem = login_problem(settings, *names)
+    problem = login_problem(settings, *names) or price_problem(settings, *names)
     if problem:
         raise PreflightError(problem)
     name = runner(settings.delivery, settings, settings.gpu, connect=connect)[1]

@@ -5,6 +5,11 @@ Used by the API agents (each call's cost) and by the report (which models were n
 
 from __future__ import annotations
 
+from forgekernel.errors import ForgeError
+
+FIX = ("give its price: --price IN,OUT or FK_PRICE=IN,OUT in local.env (USD per million input "
+       "and output tokens; 0,0 for a free local model)")
+
 PRICES: dict[str, tuple[float, float]] = {
     # model name prefix: (USD per million input tokens, USD per million output tokens),
     # list prices as published by the providers; edit here when they change.
@@ -34,9 +39,11 @@ def price_of(model: str) -> tuple[float, float] | None:
     return PRICES[max(hits, key=len)] if hits else None
 
 
-def dollars(model: str, input_tokens: int, output_tokens: int) -> tuple[float, str]:
-    """Cost of the tokens, and a note when the model has no price (cost 0, tokens kept)."""
-    price = price_of(model)
+def dollars(model: str, input_tokens: int, output_tokens: int,
+            given: tuple[float, float] | None = None) -> tuple[float, str]:
+    """Cost of the tokens (at ``given`` prices, else the table's), and a note when the model
+    has no price (cost 0, tokens kept)."""
+    price = given or price_of(model)
     if price is None:
         return 0.0, f"no price known for model '{model}': cost recorded as $0 (tokens recorded)"
     return (input_tokens * price[0] + output_tokens * price[1]) / 1e6, ""
@@ -45,3 +52,29 @@ def dollars(model: str, input_tokens: int, output_tokens: int) -> tuple[float, s
 def unpriced(models: set[str]) -> list[str]:
     """The models among ``models`` with no known price."""
     return sorted(m for m in models if m and price_of(m) is None)
+
+
+class PriceError(ForgeError, ValueError):
+    """A price that is not two non-negative numbers."""
+
+
+def parse(text: str) -> tuple[float, float]:
+    """``IN,OUT`` (USD per million input and output tokens) -> the pair; one-line error else."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        pair = tuple(float(p) for p in parts)
+    except ValueError:
+        pair = ()
+    if len(pair) != 2 or min(pair) < 0:
+        raise PriceError(f"price {text!r}: expected IN,OUT, two non-negative numbers (USD per "
+                         "million input and output tokens), e.g. 3,15")
+    return pair[0], pair[1]
+
+
+def missing(model: str, given: tuple[float, float] | None) -> str:
+    """Why ``model``'s calls could not be priced ('' when they can): without a price the run's
+    dollar budget would never be enforced, so the run does not start."""
+    if given is not None or price_of(model) is not None:
+        return ""
+    return (f"no price known for model '{model}', so the run's dollar budget could not be "
+            f"enforced; {FIX}")

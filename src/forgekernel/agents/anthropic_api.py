@@ -22,6 +22,7 @@ from forgekernel.agents.llm_common import (
     Transient,
     api_error,
     limits_from,
+    priced,
     retry_after,
 )
 from forgekernel.agents.tools import Tool, ToolOutcome
@@ -102,7 +103,7 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     base_url = kw.pop("base_url", None) or settings.anthropic_base_url or DEFAULT_BASE_URL
     model = kw.pop("model", None) or settings.model or DEFAULT_MODEL
     stream = kw.pop("stream", True)
-    limits = limits_from(kw)
+    limits = priced(limits_from(kw), settings, model)
     if kw:
         raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
 

@@ -53,6 +53,8 @@ class Limits:
     """Invalid curricula returned to the architect with their errors; one more fails it."""
     nudges: int = 2
     """Text-only replies answered with a reminder to use the tools before the loop ends."""
+    price: tuple[float, float] | None = None
+    """USD per million input and output tokens given by the user (None: the price table's)."""
 
 
 class CallFailed(Exception):
@@ -103,6 +105,20 @@ def limits_from(kw: dict[str, Any]) -> Limits:
     base = kw.pop("limits", None) or Limits()
     fields = {k: kw.pop(k) for k in list(kw) if k in Limits.__dataclass_fields__}
     return dataclasses.replace(base, **fields)
+
+
+def priced(limits: Limits, settings: Any, model: str) -> Limits:
+    """``limits`` with the user's price (``--price``/``FK_PRICE``); an AgentError when neither
+    the user nor the price table prices ``model`` (a dollar budget must be enforceable)."""
+    from forgekernel import prices
+
+    given = limits.price
+    if given is None and getattr(settings, "price", None):
+        given = prices.parse(settings.price)
+    problem = prices.missing(model, given)
+    if problem:
+        raise AgentError(problem)
+    return dataclasses.replace(limits, price=given)
 
 
 def with_retries(call: Callable[[], Any], limits: Limits,
@@ -172,9 +188,9 @@ class Tally:
         self.input_tokens += reply.input_tokens
         self.output_tokens += reply.output_tokens
 
-    def cost(self, agent: str, model: str) -> AgentCost:
-        """What the call cost (a model with no known price costs $0 here; the report names it)."""
-        usd, _ = dollars(model, self.input_tokens, self.output_tokens)
+    def cost(self, agent: str, model: str, price: tuple[float, float] | None = None) -> AgentCost:
+        """What the call cost, at ``price`` (the user's) or the table's."""
+        usd, _ = dollars(model, self.input_tokens, self.output_tokens, price)
         return AgentCost(agent=agent, model=model, dollars=usd, input_tokens=self.input_tokens,
                          output_tokens=self.output_tokens, turns=self.turns)
 
@@ -239,12 +255,12 @@ class LoopCoder:
             out = run_loop(chat, box, self.limits, tally, "Use the tools to edit kernel.py, "
                            "then call finish.", self.sleep)
         except CallFailed as exc:
-            return CoderResult(summary="", cost=tally.cost(self.name, chat.model), error=str(exc))
+            return CoderResult(summary="", cost=tally.cost(self.name, chat.model, self.limits.price), error=str(exc))
         except AgentError as exc:
-            raise with_cost(exc, tally.cost(self.name, chat.model)) from None
+            raise with_cost(exc, tally.cost(self.name, chat.model, self.limits.price)) from None
         finally:
             chat.close()
-        cost = tally.cost(self.name, chat.model)
+        cost = tally.cost(self.name, chat.model, self.limits.price)
         summary = out.summary or ("(no summary)" if out.finished else "(did not call finish)")
         return CoderResult(summary="; ".join([summary, *tally.notes]), cost=cost)
 
@@ -291,12 +307,12 @@ class LoopArchitect:
                            "submit_curriculum.", self.sleep)
         except CallFailed as exc:
             raise with_cost(AgentError(f"{self.name} architect: {exc}"),
-                            tally.cost(self.name, chat.model)) from None
+                            tally.cost(self.name, chat.model, self.limits.price)) from None
         except AgentError as exc:
-            raise with_cost(exc, tally.cost(self.name, chat.model)) from None
+            raise with_cost(exc, tally.cost(self.name, chat.model, self.limits.price)) from None
         finally:
             chat.close()
-        cost = tally.cost(self.name, chat.model)
+        cost = tally.cost(self.name, chat.model, self.limits.price)
         if "curriculum" not in found:
             said = " ".join(out.last_text.split())[:300]
             why = "; ".join([f"the model's last words: {said!r}" if said else "the model wrote no text",

@@ -27,6 +27,7 @@ from forgekernel.agents.llm_common import (
     Transient,
     api_error,
     limits_from,
+    priced,
     retry_after,
 )
 from forgekernel.agents.tools import Tool, ToolOutcome
@@ -173,6 +174,7 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     if not model:
         with client() as c:
             model = DEFAULT_MODEL if official else served_model(c, openai, url)
+    limits = priced(limits, settings, model)
     # api.openai.com's newer models take max_completion_tokens; compatible servers max_tokens.
     key = "max_completion_tokens" if official else "max_tokens"
     return (lambda: OpenAIChat(client(), openai, model, limits, stream, key)), limits

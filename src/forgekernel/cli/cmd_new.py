@@ -95,6 +95,7 @@ def new(
     agent: str = typer.Option(None, "--agent", help="Coder backend (default FK_AGENT or builtin)."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends (default FK_MODEL)."),
+    price: str = typer.Option(None, "--price", help="USD per million input,output tokens of the LLM (e.g. 3,15; 0,0 for a free local model); needed for a model forge has no price for."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
                                            help="Create the run dir although no sandbox works here "
                                                 "(`forge run` then needs the flag too)."),
@@ -106,7 +107,8 @@ def new(
     from forgekernel.rundir import create
     from forgekernel.task import load_task
 
-    settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model})
+    settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model,
+                              "price": price})
     with tempfile.TemporaryDirectory(prefix="forge-new-") as scratch:
         spec = load_task(_task_dir(task, Path(scratch)))
         if dry_run:
