@@ -205,6 +205,3 @@ def state_home() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "forgekernel"
 
-
-def debug_enabled() -> bool:
-    return os.environ.get("FK_DEBUG", "") not in ("", "0")

@@ -275,11 +275,6 @@ def pass_milestone(cur: Curriculum, milestone_id: str) -> Curriculum:
                                                         "frozen": m.kind == "architecture"}))
 
 
-def freeze(cur: Curriculum, milestone_id: str) -> Curriculum:
-    """Freeze a milestone: its rows can no longer change except through :func:`revise`."""
-    return _replace_milestone(cur, milestone(cur, milestone_id).model_copy(update={"frozen": True}))
-
-
 def advance(cur: Curriculum, gate: GateResult) -> Curriculum:
     """Pass the gated milestone when its gate passed; the next open milestone becomes current."""
     if not gate.passed:

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from forgekernel import exprs
 from forgekernel.errors import ForgeError
-from forgekernel.records import DTYPES, TaskSpec, TensorSpec, Workload
+from forgekernel.records import TaskSpec, TensorSpec
 
 TOP_KEYS = ("name", "description", "arch", "language", "family", "format", "axes", "inputs",
             "outputs", "workload", "judge", "target", "budget", "policy", "cost")
@@ -303,10 +303,3 @@ def numel(shape: typing.Iterable[int]) -> int:
         n *= d
     return n
 
-
-def dtype_names() -> tuple[str, ...]:
-    return DTYPES
-
-
-def with_workloads(task: TaskSpec, workloads: typing.Iterable[Workload]) -> TaskSpec:
-    return task.model_copy(update={"workloads": tuple(workloads)})

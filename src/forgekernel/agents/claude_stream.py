@@ -44,7 +44,6 @@ class ClaudeRun:
     errors: list[str] = field(default_factory=list)
     api_status: int | None = None
     terminal: str = ""
-    denials: int = 0
     retries: list[Any] = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False
@@ -121,7 +120,6 @@ class ClaudeRun:
         status = e.get("api_error_status")
         self.api_status = int(status) if isinstance(status, int) else self.api_status
         self.terminal = str(e.get("terminal_reason") or e.get("subtype") or "")
-        self.denials = len(e.get("permission_denials") or [])
         return False
 
 
