@@ -5,7 +5,10 @@
 
 Writes OUT/judge_gpu.json (device, date, versions, commit, one entry per verdict) after
 every step, so a run cut short keeps what it finished; stops starting new steps when
---budget-s is nearly spent. Prints a short table last.
+--budget-s is nearly spent; each verdict is bounded by --verdict-timeout-s (a hung verdict is
+a TIMEOUT and the next step runs). The first step times the GPU gate alone, in this process
+(forgekernel.judge.gate: a spin kernel opened from the host), so a broken gate shows apart
+from the judge. Prints one line per step as it ends and a short table last.
 """
 
 from __future__ import annotations
@@ -31,6 +34,33 @@ def meta(commit: str) -> dict:
             "versions": {"torch": torch.__version__, "triton": triton.__version__,
                          "python": sys.version.split()[0], "cuda": torch.version.cuda},
             "commit": commit}
+
+
+def gate_smoke(limit_s: float = 20.0) -> dict:
+    """Open the gate on a batch of 50 small calls, three times; the host's wait per batch."""
+    import torch
+
+    from forgekernel.judge import gate
+
+    words = gate.HostWords()
+    device = gate.DeviceGate(words, limit_s=limit_s)
+    x = torch.randn(4096, 4096, device="cuda")
+    x.mul_(1.0)
+    torch.cuda.synchronize()
+    rows = []
+    for batch in (1, 2, 3):
+        start = time.perf_counter()
+        device.wait(batch)
+        for _ in range(50):
+            x.mul_(1.0)
+        device.signal(batch)
+        enqueue_ms = (time.perf_counter() - start) * 1e3
+        seconds = gate.open_and_time(words, batch, limit_s + 10)
+        torch.cuda.synchronize()
+        rows.append({"batch": batch, "enqueue_ms": round(enqueue_ms, 3),
+                     "batch_ms": None if seconds is None else round(seconds * 1e3, 4),
+                     "expired": gate.expired(words, batch)})
+    return {"batches": rows}
 
 
 def judge_one(kind: str, path: Path, **opts) -> dict:
@@ -78,6 +108,7 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=270.0)
     parser.add_argument("--quick", action="store_true", help="No overhead or lead steps; the "
                         "timed correct kernel and the GPU cheats first.")
+    parser.add_argument("--verdict-timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -90,6 +121,12 @@ def main() -> int:
     from judge_overhead import measure
 
     try:
+        doc["gate_smoke"] = gate_smoke()
+    except Exception as exc:  # recorded; the verdict steps still run
+        doc["gate_smoke"] = {"error": f"{type(exc).__name__}: {exc}"}
+    print("gate smoke:", json.dumps(doc["gate_smoke"]), flush=True)
+    save()
+    try:
         doc["overhead"] = None if args.quick else measure("local", runs=2)
     except Exception as exc:  # recorded; the verdict steps still run
         doc["overhead"] = {"error": f"{type(exc).__name__}: {exc}", "first_s": -1.0, "warm_median_s": -1.0}
@@ -98,7 +135,10 @@ def main() -> int:
         if time.monotonic() - start > args.budget_s:
             doc["skipped"].append(path.name)
             continue
-        doc["verdicts"].append(judge_one(kind, path, **opts))
+        doc["verdicts"].append(judge_one(kind, path, timeout_s=args.verdict_timeout_s, **opts))
+        v = doc["verdicts"][-1]
+        print(f"{kind} {path.name}: {v.get('status', 'ERROR')} in {v['wall_s']} s "
+              f"{(v.get('reason') or v.get('error') or '')[:120]}", flush=True)
         save()
     save()
     if doc["overhead"]:
