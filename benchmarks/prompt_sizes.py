@@ -15,13 +15,15 @@ Both have a hidden workload (M=3 x N=777) the prompts must never show. Every pro
 rendered: the coder's system prompt and first turn, the next turn of a resumed claude-code
 session, a retry of a row, the architect's system prompt, initial plan and re-plan.
 ``tests/test_prompts_render.py`` renders the same scenes (:func:`scenes`).
+
+``benchmarks/results/prompt_sizes_v1.json`` was written by this script's first version
+(commit de14cc9, which built the same scenes without the v2 context fields) over the v1
+prompts; ``prompt_sizes_v2.json`` by this one.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import inspect
 import json
 import subprocess
 import sys
@@ -120,19 +122,16 @@ def _failed_verdict(kind: str, best: Verdict) -> Verdict:
 
 def _coder_context(sc_task, rd: rundir.RunDir, state: RunState, ws: Path, row_id: str,
                    prescriptions: tuple[str, ...]) -> CoderContext:
-    """As ``Steps._propose`` builds it (fields this version lacks are left out)."""
+    """As ``Steps._propose`` builds it."""
     m, row = next((m, r) for m in state.curriculum.milestones for r in m.rows if r.id == row_id)
     fb, retry = state.last_feedback(row.id)
-    names = {f.name for f in dataclasses.fields(CoderContext)}
-    extra: dict[str, Any] = {}
-    if hasattr(views, "coder_sources"):
-        current, diff = views.coder_sources(rd, state, ws, row.id)
-        extra = {k: v for k, v in (("current_source", current), ("retry_diff", diff)) if k in names}
+    current, diff = views.coder_sources(rd, state, ws, row.id)
     return CoderContext(task=sc_task, reference_source=(TASK_DIR / "reference.py").read_text(),
                         workspace=ws, curriculum=state.curriculum, milestone=m, row=row,
                         profiles=views.reference_profiles(rd), prescriptions=prescriptions,
                         feedback=fb, history=views.history(state) + views.proposed(state),
-                        best=views.best_summary(state), retry=retry, **extra)
+                        best=views.best_summary(state), retry=retry, current_source=current,
+                        retry_diff=diff)
 
 
 def _architect_context(sc_task, rd: rundir.RunDir, state: RunState, kind: str, reason: str,
@@ -142,12 +141,12 @@ def _architect_context(sc_task, rd: rundir.RunDir, state: RunState, kind: str, r
     m = C.current_milestone(cur) if cur else None
     gate = C.evaluate_gate(m, state.best.verdict if state.best else None) if m else None
     delivery, timing = DELIVERY[kind]
-    kw = {"budget": LIMITS} if "budget" in inspect.signature(views.architect_extra).parameters else {}
     return ArchitectContext(task=sc_task, reference_source=(TASK_DIR / "reference.py").read_text(),
                             profiles=views.reference_profiles(rd), prescriptions=prescriptions,
                             current=cur, reason=reason, history=views.history(state),
                             best=views.best_summary(state),
-                            extra=views.architect_extra(rd, state, gate, delivery, timing, **kw))
+                            extra=views.architect_extra(rd, state, gate, delivery, timing,
+                                                                 budget=LIMITS))
 
 
 def _store(rd: rundir.RunDir, cid: str, source: str) -> None:

@@ -198,11 +198,13 @@ class Steps:
         st, coder = self.state, self.seams.coder
         seq = st.last_seq + 1
         feedback, retry = st.last_feedback(row.id)
+        current, diff = views.coder_sources(self.rd, st, self.ws.root, row.id)
         ctx = CoderContext(task=self.task, reference_source=self.reference_source,
                            workspace=self.ws.root, curriculum=st.curriculum, milestone=m, row=row,
                            profiles=self.reference_profiles(), prescriptions=self.prescriptions("coder"),
                            feedback=feedback, history=self.history() + views.proposed(st),
-                           best=self.best_summary(), retry=retry, check_command=self.seams.check_command)
+                           best=self.best_summary(), retry=retry, check_command=self.seams.check_command,
+                           current_source=current, retry_diff=diff)
         self.emit("propose", f"#{seq} {row.id} ({coder.name}): {row.decision}", seq=seq, row=row.id)
         given = self.seams.hasher(self.ws.root)
         try:
@@ -399,4 +401,4 @@ class Steps:
     def _architect_extra(self) -> dict[str, Any]:
         runner = self.seams.runner
         return views.architect_extra(self.rd, self.state, self.gate, runner.name,
-                                     getattr(runner, "timing_label", "device"))
+                                     getattr(runner, "timing_label", "device"), budget=self.limits)

@@ -58,6 +58,11 @@ class CoderContext:
     retry: int = 0
     check_command: tuple[str, ...] = ()
     """Command the agent may run for a quick compile+correctness check on smoke workloads."""
+    current_source: str = ""
+    """The workspace's ``kernel.py`` when the row starts (the best so far, or the stub)."""
+    retry_diff: str = ""
+    """On a retry: a unified diff of the last failed attempt at this row against
+    ``current_source`` (empty on a first try)."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ agent sees comes from its context object, filtered once more here: workloads mar
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
+import math
+import re
 import string
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,9 +19,34 @@ from forgekernel import curriculum as curriculum_io
 from forgekernel.agents.base import ArchitectContext, AttemptNote, CoderContext
 from forgekernel.records import Curriculum, DecisionRow, Milestone, Profile, TaskSpec
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 HISTORY_LINES = 8
 """Attempts shown in a prompt (the most recent)."""
+KERNELS_SHOWN = 6
+"""Kernels listed per profiled workload (the largest time shares)."""
+KERNEL_NAME_CHARS = 44
+"""Longest kernel name shown (a demangled C++ name is shortened to what the kernel does)."""
+BOOKKEEPING = ("no price known",)
+"""Starts of summary notes that are the engine's bookkeeping, never shown to an agent."""
+JUDGE_INTERNAL = frozenset({"trials", "hidden_workloads", "native_threads", "nondeterministic",
+                            "persisting_l2_guard"})
+"""Numbers of the judge's own bookkeeping that gate_envs also carries: not offered to plans."""
+
+HOPPER = {
+    "sms": 132,
+    "l2_mib": 50,
+    "smem_per_sm_kib": 228,
+    "smem_per_block_kib": 227,
+    "registers_per_sm": 65536,
+    "registers_per_thread": 255,
+    "threads_per_block": 1024,
+    "threads_per_sm": 2048,
+    "warp": 32,
+}
+"""Fixed facts of the H200 (GH100, sm90). Source: NVIDIA's Hopper Tuning Guide (CUDA 12
+documentation: 228 KiB shared memory per SM, at most 227 KiB per thread block, 64K 32-bit
+registers per SM, at most 255 per thread, 1024 threads per block, 2048 per SM) and the
+H200 datasheet / H100 whitepaper (132 SMs on the SXM part, 50 MiB L2)."""
 
 EXAMPLE_CURRICULUM = """\
 version = 1
@@ -107,14 +135,80 @@ def profile_section(task: TaskSpec, profiles: Sequence[Profile]) -> str:
         return "(no profile yet)"
     out = []
     for p in shown:
-        label = " x ".join(f"{k}={v}" for k, v in p.axes.items())
         metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(p.metrics.items()))
-        out.append(f"- {label}: {metrics or '(no metrics)'}")
+        out.append(f"- {_label(p.axes)}: {metrics or '(no metrics)'}")
         if p.kernels:
-            ks = "; ".join(f"{k.name} x{k.count}" + (f" {k.share:.0%}" if k.share is not None else "")
-                           for k in p.kernels[:6])
-            out.append(f"  kernels: {ks}")
+            out.append(f"  kernels: {kernels_line(p)}")
     return "\n".join(out)
+
+
+def _label(axes: dict[str, Any]) -> str:
+    return " x ".join(f"{k}={v}" for k, v in axes.items()) or "(no axes)"
+
+
+_RETURN_TYPE = re.compile(r"^(?:void|int|float|double|unsigned|static|__global__)\s+")
+_SKIP_HINTS = frozenset({"BinaryFunctor", "UnaryFunctor", "gpu_kernel_impl", "gpu_kernel_impl_nocast",
+                         "ReduceOp", "TrivialOffsetCalculator", "OffsetCalculator", "LoadWithCast",
+                         "StoreWithCast", "TensorIteratorBase", "gpu"})
+
+
+def short_kernel_name(name: str, limit: int = KERNEL_NAME_CHARS) -> str:
+    """What a kernel does, from its (demangled) name: the function name without return type,
+    namespaces, template arguments and parameters, led by the operation its template names
+    when there is one: ``void at::native::vectorized_elementwise_kernel<4,
+    at::native::CUDAFunctorOnSelf_add<float>, ...>(...)`` -> ``add (vectorized_elementwise)``."""
+    text = _RETURN_TYPE.sub("", name.strip().replace("(anonymous namespace)", "anon"))
+    depth, cut = 0, len(text)
+    for i, ch in enumerate(text):
+        if ch in "<(" and depth == 0:
+            cut = i
+            break
+    qualified, rest = text[:cut], text[cut:]
+    base = qualified.rsplit("::", 1)[-1].strip() or qualified.strip()
+    hint = _op_hint(rest[1:].split(">(", 1)[0] if rest.startswith("<") else "")
+    if hint:
+        base = base.removesuffix("_kernel")
+        short = f"{hint} ({base})" if hint != base else base
+    else:
+        short = base
+    return short if len(short) <= limit else short[:limit - 3] + "..."
+
+
+def _op_hint(template_args: str) -> str:
+    """The operation a templated kernel applies: a functor, reduction or kernel name among
+    its template arguments (``MulFunctor`` -> mul, ``direct_copy_kernel_cuda`` -> direct_copy)."""
+    for tok in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template_args):
+        if tok in _SKIP_HINTS:
+            continue
+        m = re.fullmatch(r"CUDAFunctorOn(?:Self|Other)_(\w+)", tok)
+        if m:
+            return m.group(1)
+        m = re.fullmatch(r"([A-Z][A-Za-z0-9]*?)(?:Functor|Ops)", tok)
+        if m:
+            return m.group(1).lower()
+        m = re.fullmatch(r"([a-z][a-z0-9_]*?)_kernel(?:_cuda|_impl)?", tok)
+        if m:
+            return m.group(1)
+    return ""
+
+
+def kernels_line(p: Profile, limit: int = KERNELS_SHOWN) -> str:
+    """The profile's kernels by short name (same names merged), largest time share first."""
+    merged: dict[str, list[float]] = {}
+    for k in p.kernels:
+        entry = merged.setdefault(short_kernel_name(k.name), [0, 0.0, 0])
+        entry[0] += k.count
+        if k.share is not None:
+            entry[1] += k.share
+            entry[2] = 1
+    ranked = sorted(merged.items(), key=lambda kv: -kv[1][1])
+    parts = []
+    for name, (count, share, has_share) in ranked[:limit]:
+        times = f" x{count}" if count > 1 else ""
+        pct = "" if not has_share else " <1%" if share < 0.005 else f" {share:.0%}"
+        parts.append(f"{name}{times}{pct}")
+    more = len(ranked) - limit
+    return "; ".join(parts) + (f"; {more} more" if more > 0 else "")
 
 
 def _fmt(v: Any) -> str:
@@ -149,21 +243,140 @@ def row_section(m: Milestone, row: DecisionRow) -> str:
     return "\n".join(lines)
 
 
+def clean_summary(text: str) -> str:
+    """A summary without the engine's bookkeeping notes (``; ``-separated parts that start
+    with one of :data:`BOOKKEEPING`)."""
+    parts = [p for p in text.split("; ") if not p.strip().lower().startswith(BOOKKEEPING)]
+    return "; ".join(parts).strip()
+
+
 def history_section(history: Iterable[AttemptNote]) -> str:
     notes = list(history)[-HISTORY_LINES:]
     if not notes:
         return "(none yet)"
     out = []
     for n in notes:
-        speed = f", {n.speedup:.2f}x the reference" if n.speedup is not None else ""
-        out.append(f"- #{n.seq} row {n.row}: {n.status}{speed}" + (f" -- {n.summary}" if n.summary else ""))
+        speed = f", {n.speedup:.3g}x the reference" if n.speedup is not None else ""
+        summary = clean_summary(n.summary)
+        out.append(f"- #{n.seq} row {n.row}: {n.status}{speed}" + (f" -- {summary}" if summary else ""))
     return "\n".join(out)
 
 
-def best_section(best: dict[str, Any] | None) -> str:
+def _num(v: Any, spec: str = ".4g", empty: str = "-") -> str:
+    return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else empty
+
+
+def best_section(best: dict[str, Any] | None, task: TaskSpec | None = None) -> str:
+    """The best verdict as a per-workload table plus its geometric-mean speedup and noise
+    floor; never the judge's internals. ``task``: its hidden workloads are left out."""
     if not best:
         return "(no correct kernel yet)"
-    return "\n".join(f"- {k}: {_fmt(v)}" for k, v in best.items())
+    hidden = [w.axes for w in task.workloads if w.hidden] if task else []
+    rows = [w for w in best.get("workloads") or () if isinstance(w, dict) and w.get("axes") not in hidden]
+    seq = f"attempt #{best['seq']}" if best.get("seq") is not None else "an earlier attempt"
+    lines = [f"From {seq}" + (f" (row {best['row']})" if best.get("row") else "") + "."]
+    if rows:
+        lines += ["", "| workload | ms | reference ms | speedup | %SOL | timing |", "|---|---|---|---|---|---|"]
+        for w in rows:
+            speed = _num(w.get("speedup"), ".3g")
+            lines.append(f"| {_label(w.get('axes') or {})} | {_num(w.get('median_ms'))} "
+                         f"| {_num(w.get('reference_ms'))} | {speed + 'x' if speed != '-' else speed} "
+                         f"| {_num(w.get('sol_pct'), '.1f')} | {w.get('timing') or 'untimed'} |")
+        lines.append("")
+    speed, noise = best.get("speedup"), best.get("noise_floor")
+    summary = f"Geometric-mean speedup: {_num(speed, '.3g')}x" if speed is not None else "No speedup measured"
+    if isinstance(noise, (int, float)):
+        summary += f"; noise floor {noise:.2%} (a new best must be faster by more than that)"
+    if isinstance(best.get("launches"), int):
+        summary += f"; {best['launches']} launch{'es' if best['launches'] != 1 else ''} per call"
+    lines.append(summary + ".")
+    if any(w.get("timing") == "cpu-interpret" for w in rows):
+        lines.append("These times come from the Triton CPU interpreter (cpu-interpret): they say "
+                     "nothing about speed on the GPU.")
+    return "\n".join(lines)
+
+
+def reset_line(ctx: CoderContext) -> str:
+    """Which kernel the workspace was reset to for this row."""
+    what = "the best kernel so far" if ctx.best else "the starting stub"
+    if ctx.best and ctx.best.get("seq") is not None:
+        what += f" (attempt #{ctx.best['seq']})"
+    lead = "Your last attempt was discarded; t" if ctx.retry and ctx.feedback.strip() else "T"
+    return f"{lead}he workspace was reset to {what}: `kernel.py` holds exactly this:"
+
+
+def retry_section(ctx: CoderContext) -> str:
+    """The last failed attempt's diff under the feedback ('' on a first try)."""
+    if not ctx.retry_diff.strip():
+        return ""
+    return ("\n\n### Your last attempt at this row (diff against the kernel above)\n\n"
+            f"```diff\n{ctx.retry_diff.rstrip()}\n```")
+
+
+# ---------------------------------------------------------------- hardware
+
+
+@functools.lru_cache(maxsize=8)
+def sheet_ceilings(arch: str) -> Any:
+    """The ceilings behind the floors of ``arch`` (as kb.select picks them): the knowledge
+    base's certified ones when it has them, else the shared H200 baseline; peaks the
+    certified set lacks come from the baseline with its note. None off sm90."""
+    from forgekernel.profile import roofline
+
+    if arch != "sm90":
+        return None
+    found = None
+    try:
+        from forgekernel.kb.ceilings import ceilings_for
+        from forgekernel.kb.store import load_with_paths
+
+        entries = [e for e, _ in load_with_paths(arch)]
+        for device in dict.fromkeys(e.certification.device for e in entries
+                                    if e.probe == "copy_large" and e.certified and e.certification):
+            found = ceilings_for(arch, device)
+            if found is not None:
+                break
+    except (OSError, ValueError, KeyError):  # a missing or damaged knowledge base: the baseline
+        found = None
+    if found is None:
+        return roofline.H200_SHARED
+    base = roofline.H200_SHARED
+    if "H200" in found.device:
+        missing = {k: v for k, v in base.tflops.items() if k not in found.tflops}
+        found = found.model_copy(update={
+            "tflops": {**found.tflops, **missing},
+            "tflops_sources": {**found.tflops_sources,
+                               **{k: base.tflops_sources.get(k, base.source) for k in missing}}})
+    return found
+
+
+def hardware_section(arch: str) -> str:
+    """The device sheet of the task's arch: measured ceilings plus fixed Hopper facts."""
+    sheet_arch = "sm90" if arch == "any" else arch
+    c = sheet_ceilings(sheet_arch)
+    if c is None:
+        return "(no sheet for this arch)"
+    h = HOPPER
+    sizes = [m for m in (16, 64, 256) if m in c.bandwidth_by_mib]
+    by_size = ", ".join(f"{m} MiB {c.bandwidth_by_mib[m]:.2f}" for m in sizes)
+    peaks = []
+    for dtype, tf in c.tflops.items():
+        src = c.tflops_sources.get(dtype, "")
+        note = " (datasheet lead, not measured)" if "datasheet" in src or "not measured" in src else ""
+        peaks.append(f"{dtype} {tf:g}{note}")
+    lines = [f"{c.device} ({sheet_arch}, Hopper)" + (" -- the judge's GPU" if arch == "any" else "") + ":",
+             f"- copy bandwidth (large buffers, bytes read + written): {c.bandwidth_tbs:.2f} TB/s"
+             + (f"; smaller buffers get less ({by_size} TB/s)" if by_size else ""),
+             "- dense matrix peaks, TFLOP/s: " + ("; ".join(peaks) or "(none known)")]
+    if c.launch_us:
+        lines.append(f"- an eager launch costs about {c.launch_us:.1f} us")
+    lines += [f"- {h['sms']} SMs; L2 {h['l2_mib']} MiB; shared memory {h['smem_per_sm_kib']} KiB per SM "
+              f"({h['smem_per_block_kib']} KiB usable by one block)",
+              f"- {h['registers_per_sm']} 32-bit registers per SM (at most {h['registers_per_thread']} "
+              f"per thread); at most {h['threads_per_block']} threads per block, "
+              f"{h['threads_per_sm']} per SM; warp of {h['warp']} threads",
+              f"Ceilings: {c.source}."]
+    return "\n".join(lines)
 
 
 def bullets(items: Sequence[str], empty: str) -> str:
@@ -203,9 +416,11 @@ def coder_system(task: TaskSpec, tools_note: str) -> str:
 
 def coder_prompt(ctx: CoderContext, instructions: str, brief: bool = False) -> str:
     """The user message for one row; ``brief`` leaves out what a resumed session has seen."""
-    values = dict(row_section=row_section(ctx.milestone, ctx.row), best=best_section(ctx.best),
-                  history=history_section(ctx.history),
+    values = dict(row_section=row_section(ctx.milestone, ctx.row),
+                  best=best_section(ctx.best, ctx.task), history=history_section(ctx.history),
                   feedback=ctx.feedback.strip() or "(first attempt at this row)",
+                  retry_diff=retry_section(ctx), reset_line=reset_line(ctx),
+                  current_source=ctx.current_source.rstrip() or "# (kernel.py is empty)",
                   instructions=instructions)
     if brief:
         return render(f"coder_next_{PROMPT_VERSION}", **values)
@@ -213,6 +428,7 @@ def coder_prompt(ctx: CoderContext, instructions: str, brief: bool = False) -> s
                   task_description=ctx.task.description, task_section=task_section(ctx.task),
                   reference_source=ctx.reference_source.rstrip(),
                   profile_section=profile_section(ctx.task, ctx.profiles),
+                  hardware=hardware_section(ctx.task.arch),
                   prescriptions=bullets(ctx.prescriptions, "(none for this task)"), **values)
 
 
@@ -249,14 +465,117 @@ def architect_system(task: TaskSpec, tools_note: str) -> str:
 
 def architect_prompt(ctx: ArchitectContext, instructions: str) -> str:
     current = _current(ctx.current)
+    best = best_section(ctx.best, ctx.task)
+    source = str(ctx.extra.get("best_source") or "").rstrip()
+    if ctx.best and source:
+        best += f"\n\nIts `kernel.py`:\n\n```python\n{source}\n```"
     return render(f"architect_{PROMPT_VERSION}", task_name=ctx.task.name,
                   task_description=ctx.task.description, task_section=task_section(ctx.task),
                   reference_source=ctx.reference_source.rstrip(),
                   profile_section=profile_section(ctx.task, ctx.profiles),
+                  hardware=hardware_section(ctx.task.arch),
                   prescriptions=bullets(ctx.prescriptions, "(none for this task)"),
-                  reason=ctx.reason or "initial plan", current=current,
-                  best=best_section(ctx.best), history=history_section(ctx.history),
-                  example=EXAMPLE_CURRICULUM.rstrip(), instructions=instructions)
+                  engine=engine_section(ctx), reason=ctx.reason or "initial plan", current=current,
+                  best=best, history=history_section(ctx.history),
+                  example=example_curriculum(cpu_timing(ctx.extra)), instructions=instructions)
+
+
+def cpu_timing(extra: dict[str, Any]) -> bool:
+    """The run is judged on the CPU interpreter: speed cannot be measured there."""
+    return extra.get("timing") == "cpu-interpret" or extra.get("delivery") == "cpu"
+
+
+CPU_EXAMPLE = {
+    'predict = "speedup >= 5; launches == 1"': 'predict = "launches == 1"',
+    'predict = "min_speedup >= 2"': 'predict = "correct at every workload, launches == 1"',
+    'mechanism = ["launches == 1", "spills == 0"]': 'mechanism = ["launches == 1"]',
+    'mechanism = ["sol_pct >= 70"]': 'mechanism = ["launches == 1"]',
+}
+"""The example curriculum where speed cannot be measured: no performance lines, no gate
+on a speedup, %SOL or a metric the interpreter does not give."""
+
+
+def example_curriculum(cpu: bool) -> str:
+    if not cpu:
+        return EXAMPLE_CURRICULUM.rstrip()
+    text = "\n".join(line for line in EXAMPLE_CURRICULUM.splitlines()
+                     if not line.startswith("performance ="))
+    for old, new in CPU_EXAMPLE.items():
+        text = text.replace(old, new)
+    return text.rstrip()
+
+
+def engine_section(ctx: ArchitectContext) -> str:
+    """The engine's facts for this plan (``ctx.extra``): delivery and timing, what is
+    measurable, the current gate's lines with their states, the roofline floors and speedup
+    bounds of the visible workloads, and the budget left."""
+    extra = ctx.extra
+    hidden = [w.axes for w in ctx.task.workloads if w.hidden]
+    delivery, timing = extra.get("delivery") or "(unknown)", extra.get("timing") or "(unknown)"
+    lines = [f"- Delivery: {delivery}; timing: {timing}."]
+    if cpu_timing(extra):
+        lines.append("- Speed cannot be measured here: kernels run on the Triton CPU interpreter, so "
+                     "a speedup or a time is a host-time ratio that says nothing about the GPU (an "
+                     "interpreted kernel is far slower than the reference). Performance gates must "
+                     "not require speedup >= 1 (or any speedup, %SOL or time): gate on correctness "
+                     "and mechanism lines (for example launches == 1).")
+    names = [n for n in extra.get("measurable") or () if n not in JUDGE_INTERNAL]
+    if names:
+        lines.append("- Names with a value for the best kernel now: " + ", ".join(names) + ".")
+    gate = extra.get("gate") or []
+    if gate:
+        which = extra.get("gate_milestone") or "the current milestone"
+        lines.append(f"- Gate of {which} against the best kernel:")
+        lines += [f"  - [{g.get('state', '?')}] {g.get('line', '')}"
+                  + (f" ({g['detail']})" if g.get("detail") else "") for g in gate]
+    lines += _bounds_lines(extra, hidden)
+    lines.append(_budget_line(extra.get("budget"), ctx))
+    profiles = [Profile.model_validate(p) for p in extra.get("best_profiles") or ()
+                if isinstance(p, dict)]
+    if profiles:
+        lines += ["- Profile of the best kernel:", profile_section(ctx.task, profiles)]
+    return "\n".join(lines)
+
+
+def _bounds_lines(extra: dict[str, Any], hidden: list[dict[str, int]]) -> list[str]:
+    rows = [b for b in extra.get("bounds") or () if b.get("axes") not in hidden and b.get("floor_ms")]
+    if not rows:
+        floors = [f for f in extra.get("floors") or () if f.get("axes") not in hidden and f.get("floor_ms")]
+        rows = [{"axes": f["axes"], "floor_ms": f["floor_ms"], "floor_bound": f.get("bound")} for f in floors]
+    if not rows:
+        return []
+    out = ["- Roofline per workload (floor: the least time the GPU needs to move the bytes and do "
+           "the flops; bound = reference time / floor, the most a kernel can gain there):", "",
+           "  | workload | floor ms | bound by | reference ms | speedup bound |", "  |---|---|---|---|---|"]
+    for b in rows:
+        ref = _num(b.get("reference_ms"))
+        if ref != "-" and b.get("timing") and b["timing"] != "device":
+            ref += f" ({b['timing']})"
+        bound = b.get("bound")
+        out.append(f"  | {_label(b['axes'])} | {_num(b['floor_ms'])} | {b.get('floor_bound') or '-'} "
+                   f"| {ref} | {format(bound, '.3g') + 'x' if isinstance(bound, (int, float)) else '-'} |")
+    bounds = [b["bound"] for b in rows if isinstance(b.get("bound"), (int, float)) and b["bound"] > 0]
+    if bounds:
+        geo = math.exp(sum(math.log(b) for b in bounds) / len(bounds))
+        out += ["", f"  Geometric mean of the bounds: {geo:.3g}x (the target is judged the same way)."]
+    return out
+
+
+def _budget_line(budget: dict[str, Any] | None, ctx: ArchitectContext) -> str:
+    if not budget:
+        b = ctx.task.budget
+        return (f"- Budget (the task's, in all): {b.iterations} iterations, {b.minutes:g} minutes, "
+                f"{b.dollars:.2f} USD; {len(ctx.history)} attempts made so far.")
+
+    def part(key: str, unit: str, spec: str) -> str:
+        d = budget.get(key) or {}
+        used, limit = d.get("used"), d.get("limit")
+        if not isinstance(used, (int, float)) or not isinstance(limit, (int, float)):
+            return f"{unit}: unknown"
+        return f"{format(max(0.0, limit - used), spec)} of {format(limit, spec)} {unit}"
+    return ("- Budget left: " + ", ".join((part("iterations", "iterations", "g"),
+                                           part("minutes", "minutes", ".0f"),
+                                           part("dollars", "USD", ".2f"))) + ".")
 
 
 def _current(cur: Curriculum | None) -> str:
