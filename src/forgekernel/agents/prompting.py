@@ -520,7 +520,7 @@ def engine_section(ctx: ArchitectContext) -> str:
                      "not require speedup >= 1 (or any speedup, %SOL or time): gate on correctness "
                      "and mechanism lines (for example launches == 1).")
     names = [n for n in extra.get("measurable") or () if n not in JUDGE_INTERNAL]
-    if names:
+    if names and ctx.best:
         lines.append("- Names with a value for the best kernel now: " + ", ".join(names) + ".")
     gate = extra.get("gate") or []
     if gate:
