@@ -44,6 +44,24 @@ from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "prompts"
+
+BEST_KERNEL = REPO / "benchmarks" / "results" / "engine_h200_2026-12-03b" / "rmsnorm" / "best" / "kernel.py"
+"""The best kernel of the H200 engine run whose verdict is ``verdict_gpu.json``."""
+
+
+def best_kernel() -> str:
+    return BEST_KERNEL.read_text()
+
+
+def failed_kernel() -> str:
+    """The best kernel after a wrong edit (no eps, no rounding before the weight, other warps)."""
+    src = best_kernel()
+    for old, new in (("/ N + eps)", "/ N)"), ("y = y.to(X.dtype.element_ty).to(tl.float32) * w", "y = y * w"),
+                     ("return 4 if block_n <= 1024 else 8 if block_n <= 4096 else 16",
+                      "return 2 if block_n <= 512 else 4 if block_n <= 2048 else 8")):
+        assert old in src, old
+        src = src.replace(old, new)
+    return src
 TASK_DIR = REPO / "tasks" / "rmsnorm"
 
 HIDDEN = Workload(axes={"M": 3, "N": 777}, hidden=True)
@@ -166,7 +184,7 @@ def scene(kind: str, tmp: Path) -> Scene:
     rd = rundir.RunDir(tmp / "run")
     rd.root.mkdir(parents=True)
     rundir.write_json(rd.reference, _reference(kind))
-    best_src, failed_src = (FIX / "best_kernel.py").read_text(), (FIX / "failed_kernel.py").read_text()
+    best_src, failed_src = best_kernel(), failed_kernel()
     ws = rd.workspace
     ws.mkdir()
     (ws / "kernel.py").write_text(best_src)

@@ -59,7 +59,7 @@ def test_every_prompt_is_filled_and_shows_nothing_hidden(scenes):
 @pytest.mark.parametrize("kind", ps.KINDS, ids=RUN_IDS)
 def test_the_coder_starts_from_the_kernel_it_is_shown(scenes, kind):
     sc = scenes[kind]
-    best = (FIX / "best_kernel.py").read_text().rstrip()
+    best = ps.best_kernel().rstrip()
     first, nxt, retry = sc.texts["coder"], sc.texts["coder_next"], sc.texts["coder_retry"]
     for text in (first, nxt, retry):
         assert f"```python\n{best}\n```" in text
@@ -117,7 +117,7 @@ def test_the_architect_sees_the_engine_facts(scenes, kind):
     for line in ("[met] correct", "[not met] speedup >= 12", "[met] launches == 1 (launches=1)"):
         assert line in replan, line
     assert "- Gate of M0 against the best kernel:" in replan
-    best = (FIX / "best_kernel.py").read_text().rstrip()
+    best = ps.best_kernel().rstrip()
     assert f"Its `kernel.py`:\n\n```python\n{best}\n```" in replan and best not in initial
     example = replan[replan.index("## Curriculum format"):]
     if kind == "cpu":

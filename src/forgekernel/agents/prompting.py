@@ -7,46 +7,31 @@ agent sees comes from its context object, filtered once more here: workloads mar
 
 from __future__ import annotations
 
-import functools
 import importlib.resources
 import math
-import re
 import string
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from forgekernel import curriculum as curriculum_io
 from forgekernel.agents.base import ArchitectContext, AttemptNote, CoderContext
+from forgekernel.agents.hardware_sheet import hardware_section
+from forgekernel.agents.kernel_names import (  # noqa: F401 - re-exported for callers
+    KERNEL_NAME_CHARS,
+    KERNELS_SHOWN,
+    kernels_line,
+    short_kernel_name,
+)
 from forgekernel.records import Curriculum, DecisionRow, Milestone, Profile, TaskSpec
 
 PROMPT_VERSION = "v2"
 HISTORY_LINES = 8
 """Attempts shown in a prompt (the most recent)."""
-KERNELS_SHOWN = 6
-"""Kernels listed per profiled workload (the largest time shares)."""
-KERNEL_NAME_CHARS = 44
-"""Longest kernel name shown (a demangled C++ name is shortened to what the kernel does)."""
 BOOKKEEPING = ("no price known",)
 """Starts of summary notes that are the engine's bookkeeping, never shown to an agent."""
 JUDGE_INTERNAL = frozenset({"trials", "hidden_workloads", "native_threads", "nondeterministic",
                             "persisting_l2_guard"})
 """Numbers of the judge's own bookkeeping that gate_envs also carries: not offered to plans."""
-
-HOPPER = {
-    "sms": 132,
-    "l2_mib": 50,
-    "smem_per_sm_kib": 228,
-    "smem_per_block_kib": 227,
-    "registers_per_sm": 65536,
-    "registers_per_thread": 255,
-    "threads_per_block": 1024,
-    "threads_per_sm": 2048,
-    "warp": 32,
-}
-"""Fixed facts of the H200 (GH100, sm90). Source: NVIDIA's Hopper Tuning Guide (CUDA 12
-documentation: 228 KiB shared memory per SM, at most 227 KiB per thread block, 64K 32-bit
-registers per SM, at most 255 per thread, 1024 threads per block, 2048 per SM) and the
-H200 datasheet / H100 whitepaper (132 SMs on the SXM part, 50 MiB L2)."""
 
 EXAMPLE_CURRICULUM = """\
 version = 1
@@ -144,71 +129,6 @@ def profile_section(task: TaskSpec, profiles: Sequence[Profile]) -> str:
 
 def _label(axes: dict[str, Any]) -> str:
     return " x ".join(f"{k}={v}" for k, v in axes.items()) or "(no axes)"
-
-
-_RETURN_TYPE = re.compile(r"^(?:void|int|float|double|unsigned|static|__global__)\s+")
-_SKIP_HINTS = frozenset({"BinaryFunctor", "UnaryFunctor", "gpu_kernel_impl", "gpu_kernel_impl_nocast",
-                         "ReduceOp", "TrivialOffsetCalculator", "OffsetCalculator", "LoadWithCast",
-                         "StoreWithCast", "TensorIteratorBase", "gpu"})
-
-
-def short_kernel_name(name: str, limit: int = KERNEL_NAME_CHARS) -> str:
-    """What a kernel does, from its (demangled) name: the function name without return type,
-    namespaces, template arguments and parameters, led by the operation its template names
-    when there is one: ``void at::native::vectorized_elementwise_kernel<4,
-    at::native::CUDAFunctorOnSelf_add<float>, ...>(...)`` -> ``add (vectorized_elementwise)``."""
-    text = _RETURN_TYPE.sub("", name.strip().replace("(anonymous namespace)", "anon"))
-    depth, cut = 0, len(text)
-    for i, ch in enumerate(text):
-        if ch in "<(" and depth == 0:
-            cut = i
-            break
-    qualified, rest = text[:cut], text[cut:]
-    base = qualified.rsplit("::", 1)[-1].strip() or qualified.strip()
-    hint = _op_hint(rest[1:].split(">(", 1)[0] if rest.startswith("<") else "")
-    if hint:
-        base = base.removesuffix("_kernel")
-        short = f"{hint} ({base})" if hint != base else base
-    else:
-        short = base
-    return short if len(short) <= limit else short[:limit - 3] + "..."
-
-
-def _op_hint(template_args: str) -> str:
-    """The operation a templated kernel applies: a functor, reduction or kernel name among
-    its template arguments (``MulFunctor`` -> mul, ``direct_copy_kernel_cuda`` -> direct_copy)."""
-    for tok in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", template_args):
-        if tok in _SKIP_HINTS:
-            continue
-        m = re.fullmatch(r"CUDAFunctorOn(?:Self|Other)_(\w+)", tok)
-        if m:
-            return m.group(1)
-        m = re.fullmatch(r"([A-Z][A-Za-z0-9]*?)(?:Functor|Ops)", tok)
-        if m:
-            return m.group(1).lower()
-        m = re.fullmatch(r"([a-z][a-z0-9_]*?)_kernel(?:_cuda|_impl)?", tok)
-        if m:
-            return m.group(1)
-    return ""
-
-
-def kernels_line(p: Profile, limit: int = KERNELS_SHOWN) -> str:
-    """The profile's kernels by short name (same names merged), largest time share first."""
-    merged: dict[str, list[float]] = {}
-    for k in p.kernels:
-        entry = merged.setdefault(short_kernel_name(k.name), [0, 0.0, 0])
-        entry[0] += k.count
-        if k.share is not None:
-            entry[1] += k.share
-            entry[2] = 1
-    ranked = sorted(merged.items(), key=lambda kv: -kv[1][1])
-    parts = []
-    for name, (count, share, has_share) in ranked[:limit]:
-        times = f" x{count}" if count > 1 else ""
-        pct = "" if not has_share else " <1%" if share < 0.005 else f" {share:.0%}"
-        parts.append(f"{name}{times}{pct}")
-    more = len(ranked) - limit
-    return "; ".join(parts) + (f"; {more} more" if more > 0 else "")
 
 
 def _fmt(v: Any) -> str:
@@ -314,69 +234,6 @@ def retry_section(ctx: CoderContext) -> str:
 
 
 # ---------------------------------------------------------------- hardware
-
-
-@functools.lru_cache(maxsize=8)
-def sheet_ceilings(arch: str) -> Any:
-    """The ceilings behind the floors of ``arch`` (as kb.select picks them): the knowledge
-    base's certified ones when it has them, else the shared H200 baseline; peaks the
-    certified set lacks come from the baseline with its note. None off sm90."""
-    from forgekernel.profile import roofline
-
-    if arch != "sm90":
-        return None
-    found = None
-    try:
-        from forgekernel.kb.ceilings import ceilings_for
-        from forgekernel.kb.store import load_with_paths
-
-        entries = [e for e, _ in load_with_paths(arch)]
-        for device in dict.fromkeys(e.certification.device for e in entries
-                                    if e.probe == "copy_large" and e.certified and e.certification):
-            found = ceilings_for(arch, device)
-            if found is not None:
-                break
-    except (OSError, ValueError, KeyError):  # a missing or damaged knowledge base: the baseline
-        found = None
-    if found is None:
-        return roofline.H200_SHARED
-    base = roofline.H200_SHARED
-    if "H200" in found.device:
-        missing = {k: v for k, v in base.tflops.items() if k not in found.tflops}
-        found = found.model_copy(update={
-            "tflops": {**found.tflops, **missing},
-            "tflops_sources": {**found.tflops_sources,
-                               **{k: base.tflops_sources.get(k, base.source) for k in missing}}})
-    return found
-
-
-def hardware_section(arch: str) -> str:
-    """The device sheet of the task's arch: measured ceilings plus fixed Hopper facts."""
-    sheet_arch = "sm90" if arch == "any" else arch
-    c = sheet_ceilings(sheet_arch)
-    if c is None:
-        return "(no sheet for this arch)"
-    h = HOPPER
-    sizes = [m for m in (16, 64, 256) if m in c.bandwidth_by_mib]
-    by_size = ", ".join(f"{m} MiB {c.bandwidth_by_mib[m]:.2f}" for m in sizes)
-    peaks = []
-    for dtype, tf in c.tflops.items():
-        src = c.tflops_sources.get(dtype, "")
-        note = " (datasheet lead, not measured)" if "datasheet" in src or "not measured" in src else ""
-        peaks.append(f"{dtype} {tf:g}{note}")
-    lines = [f"{c.device} ({sheet_arch}, Hopper)" + (" -- the judge's GPU" if arch == "any" else "") + ":",
-             f"- copy bandwidth (large buffers, bytes read + written): {c.bandwidth_tbs:.2f} TB/s"
-             + (f"; smaller buffers get less ({by_size} TB/s)" if by_size else ""),
-             "- dense matrix peaks, TFLOP/s: " + ("; ".join(peaks) or "(none known)")]
-    if c.launch_us:
-        lines.append(f"- an eager launch costs about {c.launch_us:.1f} us")
-    lines += [f"- {h['sms']} SMs; L2 {h['l2_mib']} MiB; shared memory {h['smem_per_sm_kib']} KiB per SM "
-              f"({h['smem_per_block_kib']} KiB usable by one block)",
-              f"- {h['registers_per_sm']} 32-bit registers per SM (at most {h['registers_per_thread']} "
-              f"per thread); at most {h['threads_per_block']} threads per block, "
-              f"{h['threads_per_sm']} per SM; warp of {h['warp']} threads",
-              f"Ceilings: {c.source}."]
-    return "\n".join(lines)
 
 
 def bullets(items: Sequence[str], empty: str) -> str:

@@ -69,13 +69,22 @@ def workload_classes(task: TaskSpec, ceilings: roofline.Ceilings) -> list[set[st
     return out
 
 
-def _floors_ceilings(arch: str, entries: list[KBEntry], kb_dir: str | Path | None) -> roofline.Ceilings:
+def certified_ceilings(arch: str, entries: list[KBEntry] | None = None,
+                       kb_dir: str | Path | None = None) -> roofline.Ceilings | None:
+    """The ceilings the knowledge base has certified for ``arch`` (the first device with a
+    certified large copy), or None."""
+    if entries is None:
+        entries = [e for e, _ in load_with_paths(arch, kb_dir)]
     devices = [e.certification.device for e in entries if e.probe == "copy_large" and e.certified]
-    for device in devices:
+    for device in dict.fromkeys(devices):
         found = ceilings_for(arch, device, kb_dir)
         if found is not None:
             return found
-    return roofline.H200_SHARED
+    return None
+
+
+def _floors_ceilings(arch: str, entries: list[KBEntry], kb_dir: str | Path | None) -> roofline.Ceilings:
+    return certified_ceilings(arch, entries, kb_dir) or roofline.H200_SHARED
 
 
 def _launches(profiles: Sequence[Profile] | None) -> int:
