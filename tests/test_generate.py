@@ -100,6 +100,22 @@ def test_untraceable_reference_is_a_lowering_error():
         lower(data_dependent, [torch.randn(4)])
 
 
+def test_a_warning_inside_the_reference_does_not_break_the_trace():
+    """KernelBench's InstanceNorm-on-a-2D-tensor problems warn in forward; the warning is
+    moved after the graph instead of breaking the full-graph trace."""
+    import warnings
+
+    import torch
+
+    def warns(x, w):
+        y = torch.nn.functional.linear(x, w)
+        warnings.warn("input's size at dim=1 does not match num_features")
+        return (y * y).relu()
+
+    lowered = lower(warns, [torch.randn(4, 6), torch.randn(8, 6)])
+    assert "def call(" in lowered.code and lowered.outputs == 1
+
+
 @pytest.mark.parametrize("name", ["rmsnorm_noweight", "gelu_colsum"])
 def test_builtin_m0_for_an_operator_without_template_passes_the_judge(name, tmp_path):
     from forgekernel.agents.base import ArchitectContext, CoderContext

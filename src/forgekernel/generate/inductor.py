@@ -232,7 +232,11 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
 
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    with _codegen_only(arch) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]):
+    # a warning in the reference (InstanceNorm's "num_features does not match", say) is
+    # called after the graph instead of breaking it: fullgraph tracing would fail on it
+    logging_calls = {*torch._dynamo.config.reorderable_logging_functions, warnings.warn}
+    with _codegen_only(arch) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
+            torch._dynamo.config.patch(reorderable_logging_functions=logging_calls):
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         try:
             out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)
