@@ -109,7 +109,7 @@ def test_a_warning_inside_the_reference_does_not_break_the_trace():
 
     def warns(x, w):
         y = torch.nn.functional.linear(x, w)
-        warnings.warn("input's size at dim=1 does not match num_features")
+        warnings.warn("input's size at dim=1 does not match num_features", stacklevel=2)
         return (y * y).relu()
 
     lowered = lower(warns, [torch.randn(4, 6), torch.randn(8, 6)])

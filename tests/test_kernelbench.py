@@ -293,3 +293,18 @@ def test_dropout_active_in_training_mode_is_said(tmp_path):
         "def get_init_inputs():\n    return [p]\n"))
     text = (convert(src, tmp_path / "t") / "task.toml").read_text()
     assert "# NOTE: drop (Dropout(p=0.25)) drops values at random in training mode" in text
+
+
+def test_forge_run_takes_a_kernelbench_file_as_forge_new_does(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FK_")}
+    proc = subprocess.run([sys.executable, "-m", "forgekernel.cli", "run", str(FIXTURES / "2_relu.py"),
+                           "--out", str(tmp_path / "run"), "--delivery", "cpu", "--max-iterations", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in out, out  # 2: cpu-interpret never meets a target
+    assert (tmp_path / "run" / "task" / "task.toml").read_text().count('format = "kernelbench"') == 1
+    assert (tmp_path / "run" / "best" / "kernel.py").is_file(), out

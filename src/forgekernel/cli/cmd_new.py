@@ -74,7 +74,7 @@ def _print_plan(plan: dict) -> None:
     typer.echo("dry run: nothing was written")
 
 
-def _task_dir(task: Path, scratch: Path) -> Path:
+def task_dir_for(task: Path, scratch: Path) -> Path:
     """A task dir for ``task``; a KernelBench .py file is converted into ``scratch``."""
     if task.suffix == ".py":
         if not task.is_file():
@@ -110,7 +110,7 @@ def new(
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model,
                               "price": price})
     with tempfile.TemporaryDirectory(prefix="forge-new-") as scratch:
-        spec = load_task(_task_dir(task, Path(scratch)))
+        spec = load_task(task_dir_for(task, Path(scratch)))
         if dry_run:
             return _dry_run(spec, settings, as_json)
         preflight.check_new(settings, unsafe_no_sandbox=unsafe_no_sandbox)  # before any write

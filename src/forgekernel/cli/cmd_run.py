@@ -23,7 +23,7 @@ UNSAFE_HELP = ("Run candidate code without the sandbox (when this machine has no
 @app.command("run")
 def run_cmd(
     target: Path = typer.Argument(..., metavar="RUN_DIR",
-                                  help="Run dir (from `forge new`), or a task dir: a run dir is created first."),
+                                  help="Run dir (from `forge new`), or a task dir or KernelBench .py file: a run dir is created first."),
     agent: str = typer.Option(None, "--agent", help="Coder backend: builtin, scripted, claude-code, anthropic, openai."),
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
@@ -81,8 +81,11 @@ def _existing(target: Path, out: Path | None) -> Any:
     from forgekernel import rundir
 
     if not rundir.is_run_dir(target):
+        if target.suffix == ".py" and target.is_file():
+            return None  # a KernelBench problem file: converted, as `forge new` does
         if not (target / "task.toml").is_file():
-            raise fail(f"{target}: neither a run dir (run.toml) nor a task dir (task.toml)")
+            raise fail(f"{target}: neither a run dir (run.toml), a task dir (task.toml) nor a "
+                       "KernelBench problem file (.py)")
         return None
     if out is not None:
         raise fail("--out is only for a task dir; the run dir already exists")
@@ -144,12 +147,17 @@ def _preflight(settings: Any, agent: str | None, architect: str | None, delivery
 
 
 def _create(target: Path, settings: Any, out: Path | None) -> Path:
+    import tempfile
+
     from forgekernel import rundir
+    from forgekernel.cli.cmd_new import task_dir_for
     from forgekernel.refplan import check_reference
     from forgekernel.task import load_task
 
-    check_reference(load_task(target))  # a misbehaving reference is one line, before anything is made
-    root = rundir.create(target, settings, out)
+    with tempfile.TemporaryDirectory(prefix="forge-run-") as scratch:
+        task_dir = task_dir_for(target, Path(scratch))  # a KernelBench file is converted first
+        check_reference(load_task(task_dir))  # a misbehaving reference is one line, before anything is made
+        root = rundir.create(task_dir, settings, out)
     typer.echo(f"created run dir {root}")
     return root
 
