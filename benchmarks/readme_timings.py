@@ -45,7 +45,7 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
     row = {"command": " ".join(argv), "exit": proc.returncode, "wall_s": round(wall, 2),
            "last_line": lines[-1][:200] if lines else ""}
     if "run" in argv[1:2]:
-        row["attempts"] = attempts(proc.stdout)
+        row["attempts"] = attempts(proc.stdout + proc.stderr)
     print(f"{row['wall_s']:>8.2f} s  exit {row['exit']}  {row['command']}", flush=True)
     return row
 
