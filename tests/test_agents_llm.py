@@ -367,3 +367,15 @@ def test_openai_backend_tolerates_a_minimal_compatible_server(tmp_path):
     echoed = server.bodies[1]["messages"][-2]["tool_calls"][0]
     assert json.loads(echoed["function"]["arguments"])["content"] == "X = 2\n"
     assert server.bodies[1]["messages"][-1]["tool_call_id"] == echoed["id"]
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_row_stops_once_its_calls_spend_what_is_left_of_the_budget(tmp_path, kind):
+    ws = workspace(tmp_path)
+    turn = {"text": "thinking", "usage": {"input_tokens": 1_000_000, "output_tokens": 0},
+            "tool_calls": [{"name": "list_files", "input": {}}]}
+    with BACKENDS[kind][1]([turn] * 5) as srv:
+        coder = make(kind, srv, model="my-local-llama", price=(1.0, 0.0))
+        res = coder.implement(coder_ctx(ws, dollars_left=1.5))
+    assert len(srv.scripted()) == 2 and res.cost.dollars == pytest.approx(2.0)
+    assert "dollar budget was spent within the row" in res.summary

@@ -58,6 +58,9 @@ class CoderContext:
     retry: int = 0
     check_command: tuple[str, ...] = ()
     """Command the agent may run for a quick compile+correctness check on smoke workloads."""
+    dollars_left: float | None = None
+    """What is left of the run's dollar budget: an agent billed per token stops its row once
+    its calls have cost that much (None: no bound)."""
     current_source: str = ""
     """The workspace's ``kernel.py`` when the row starts (the best so far, or the stub)."""
     retry_diff: str = ""

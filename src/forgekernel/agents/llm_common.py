@@ -203,13 +203,18 @@ class LoopOutcome:
 
 
 def run_loop(chat: Chat, box: ToolBox, limits: Limits, tally: Tally, nudge: str,
-             sleep: Callable[[float], None] = time.sleep) -> LoopOutcome:
-    """Ask, run the tools asked for, repeat until ``finish``, the turn or token bound."""
+             sleep: Callable[[float], None] = time.sleep,
+             spent: Callable[[], float] | None = None, dollars: float | None = None) -> LoopOutcome:
+    """Ask, run the tools asked for, repeat until ``finish``, the turn or token bound, or (with
+    ``dollars``) until the calls have cost that much (``spent``)."""
     nudges, last_text = 0, ""
     while tally.turns < limits.max_turns:
         reply = with_retries(lambda: chat.step(box.specs()), limits, sleep)
         tally.add(reply)
         last_text = reply.text or last_text
+        if dollars is not None and spent is not None and spent() >= dollars:
+            tally.notes.append(f"stopped: the run's dollar budget was spent within the row (${spent():.2f})")
+            return LoopOutcome(False, last_text.strip(), last_text)
         if not reply.calls:
             if nudges >= limits.nudges:
                 return LoopOutcome(False, last_text.strip(), last_text)
@@ -253,7 +258,9 @@ class LoopCoder:
         tally = Tally()
         try:
             out = run_loop(chat, box, self.limits, tally, "Use the tools to edit kernel.py, "
-                           "then call finish.", self.sleep)
+                           "then call finish.", self.sleep,
+                           lambda: tally.cost(self.name, chat.model, self.limits.price).dollars,
+                           ctx.dollars_left)
         except CallFailed as exc:
             return CoderResult(summary="", cost=tally.cost(self.name, chat.model, self.limits.price), error=str(exc))
         except AgentError as exc:
