@@ -89,7 +89,10 @@ def check_outcome(tmp: Path, proc: subprocess.CompletedProcess, agent: str) -> d
 def test_forge_run_with_openai_coder_and_architect(tmp_path):
     plan = {"tool_calls": [{"name": "submit_curriculum", "input": {"toml": PLAN, "summary": "fuse"}}]}
     steps = [plan,
-             {"text": "Writing the kernel.", "tool_calls": [
+             {"text": "A first draft.", "tool_calls": [
+                 {"name": "write_file", "input": {"path": "kernel.py", "content": KERNEL + "# draft\n"}}]},
+             {"text": "Measuring it.", "tool_calls": [{"name": "run_profile", "input": {}}]},
+             {"text": "One launch per call: keep the structure.", "tool_calls": [
                  {"name": "write_file", "input": {"path": "kernel.py", "content": KERNEL}}]},
              {"tool_calls": [{"name": "run_check", "input": {}}]},
              {"tool_calls": [{"name": "finish", "input": {"summary": "one program per row"}}]}]
@@ -98,9 +101,14 @@ def test_forge_run_with_openai_coder_and_architect(tmp_path):
                          "--price", "0.5,2")
     attempt = check_outcome(tmp_path, proc, "openai")
     assert attempt["agent"]["dollars"] > 0  # the user's price for a model the table lacks
+    profiled = srv.scripted()[3].body["messages"][-1]  # what run_profile gave the model
+    assert profiled["role"] == "tool" and profiled["content"].startswith("exit code 0"), profiled
+    for fact in ("profile of kernel.py on the cpu delivery", "M=16 x N=256: median_ms=", "launches=1",
+                 "regs=", "spills=0", "cpu-interpret"):
+        assert fact in profiled["content"], fact
     assert attempt["row"] == "M0.1" and attempt["agent"]["model"] == "fake"
     assert srv.remaining == 0
-    check_result = srv.scripted()[3].body["messages"][-1]
+    check_result = srv.scripted()[5].body["messages"][-1]
     assert check_result["role"] == "tool" and check_result["content"].startswith("exit code 0")
     assert '"status":"PASSED"' in check_result["content"].replace(" ", "")
     plans = [json.loads(x) for x in (tmp_path / "run" / "ledger.jsonl").read_text().splitlines()

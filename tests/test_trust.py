@@ -184,6 +184,7 @@ def test_no_sandbox_stops_every_command_before_anything_is_made(tmp_path, monkey
     task = str(ROOT / "tasks" / "rmsnorm")
     for cmd in (("run", task, "--delivery", "cpu", "--out", "r"), ("new", task, "--delivery", "cpu", "--out", "r"),
                 ("check", task, str(CORRECT), "--delivery", "cpu"),
+                ("profile", task, "--kernel", str(CORRECT), "--delivery", "cpu"),
                 ("bench", task, "--delivery", "cpu", "--out", "b"),
                 ("evolve", task, "--delivery", "cpu", "--out", "e")):
         out = _forge(*cmd, cwd=tmp_path)

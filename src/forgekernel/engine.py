@@ -39,13 +39,14 @@ def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
         settings: Settings | None = None, *, limits: dict[str, Any] | None = None,
         progress: Progress | None = None, profiler: Profiler | None = None,
         prescriber: Prescriber | None = None, hasher: Callable[[Path], str] | None = None,
-        confirm_judge: Judge | None = None, check_command: tuple[str, ...] = ()) -> RunOutcome:
+        confirm_judge: Judge | None = None, check_command: tuple[str, ...] = (),
+        profile_command: tuple[str, ...] = ()) -> RunOutcome:
     """Drive one run dir until the target, the budget or the ideas run out; resumable.
 
     ``limits`` overrides run.toml (keys of :class:`~forgekernel.runstate.Limits`).
     """
     seams = Seams(coder, architect, judge, runner, profiler, prescriber,
-                  hasher or rundir.content_hash, confirm_judge, check_command)
+                  hasher or rundir.content_hash, confirm_judge, check_command, profile_command)
     rd = rundir.open(run_dir)
     with _locked(rd):
         s = Steps(rd, seams, Limits.from_config(rd.config, rd.target, **(limits or {})),

@@ -70,6 +70,7 @@ class Parts:
     profiler: Any = None
     prescriber: Any = None
     check_command: Callable[[rundir.RunDir], tuple[str, ...]] | None = None
+    profile_command: Callable[[rundir.RunDir], tuple[str, ...]] | None = None
     progress: Progress | None = None
 
 
@@ -243,7 +244,8 @@ def _run(rd: rundir.RunDir, k: int, parts: Parts) -> None:
     engine.run(rd.root, coder, architect, judge, parts.runner, parts.settings,
                progress=lambda ev: say(ProgressEvent(ev.kind, f"gen {k}: {ev.message}", ev.data)),
                profiler=parts.profiler, prescriber=parts.prescriber, hasher=parts.hasher,
-               check_command=parts.check_command(rd) if parts.check_command else ())
+               check_command=parts.check_command(rd) if parts.check_command else (),
+               profile_command=parts.profile_command(rd) if parts.profile_command else ())
 
 
 def _close(chain: Chain, rd: rundir.RunDir, k: int, data: dict[str, Any], parts: Parts,

@@ -82,3 +82,5 @@ class Seams:
     hasher: Callable[[Path], str] = rundir.content_hash
     confirm_judge: Judge | None = None
     check_command: tuple[str, ...] = ()
+    profile_command: tuple[str, ...] = ()
+    """What the coder may run to time and profile its kernel (empty: no such tool)."""

@@ -204,6 +204,7 @@ class Steps:
                            profiles=self.reference_profiles(), prescriptions=self.prescriptions("coder"),
                            feedback=feedback, history=self.history() + views.proposed(st),
                            best=self.best_summary(), retry=retry, check_command=self.seams.check_command,
+                           profile_command=self.seams.profile_command,
                            dollars_left=max(0.0, self.limits.dollars - st.dollars()),
                            current_source=current, retry_diff=diff)
         self.emit("propose", f"#{seq} {row.id} ({coder.name}): {row.decision}", seq=seq, row=row.id)

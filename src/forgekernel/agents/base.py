@@ -58,6 +58,8 @@ class CoderContext:
     retry: int = 0
     check_command: tuple[str, ...] = ()
     """Command the agent may run for a quick compile+correctness check on smoke workloads."""
+    profile_command: tuple[str, ...] = ()
+    """Command the agent may run to time and profile its kernel at the visible workloads."""
     dollars_left: float | None = None
     """What is left of the run's dollar budget: an agent billed per token stops its row once
     its calls have cost that much (None: no bound)."""

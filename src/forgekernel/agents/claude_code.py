@@ -145,13 +145,15 @@ class _Cli:
 FILE_RULES = ("Read(./**)", "Write(./**)", "Edit(./**)")
 
 
-def check_rules(check_command: Sequence[str]) -> tuple[list[str], list[str], str]:
-    """Allowed rules, tool names and the prompt note for the optional check command."""
-    if not check_command:
+def check_rules(check_command: Sequence[str],
+                profile_command: Sequence[str] = ()) -> tuple[list[str], list[str], str]:
+    """Allowed rules, tool names and the prompt note for the optional check and profile
+    commands (Bash for exactly those command lines, nothing else)."""
+    commands = [shlex.join(c) for c in (check_command, profile_command) if c]
+    if not commands:
         return list(FILE_RULES), ["Read", "Write", "Edit"], ""
-    cmd = shlex.join(check_command)
-    note = f", and Bash for exactly this check command: `{cmd}`"
-    return [*FILE_RULES, f"Bash({cmd})"], ["Read", "Write", "Edit", "Bash"], note
+    note = ", and Bash for exactly these commands: " + "; ".join(f"`{c}`" for c in commands)
+    return [*FILE_RULES, *(f"Bash({c})" for c in commands)], ["Read", "Write", "Edit", "Bash"], note
 
 
 def cost_of(run: ClaudeRun, model: str | None, before: float) -> AgentCost:
@@ -188,11 +190,15 @@ class ClaudeCodeCoder:
         """session id -> cumulative total_cost_usd seen (to price a resumed run's increment)."""
 
     def implement(self, ctx: CoderContext) -> CoderResult:
-        allowed, tools, bash_note = check_rules(ctx.check_command)
+        allowed, tools, bash_note = check_rules(ctx.check_command, ctx.profile_command)
         system = prompting.coder_system(ctx.task, CLAUDE_TOOLS_NOTE.format(bash=bash_note))
         check = (f"Run the check command `{shlex.join(ctx.check_command)}` with Bash (exactly "
                  "as written; it may take minutes, so give Bash a 600000 ms timeout) before you "
                  "finish." if ctx.check_command else "")
+        if ctx.profile_command:
+            check += (f" Measure the kernel with `{shlex.join(ctx.profile_command)}` (Bash, exactly as "
+                      "written, 600000 ms timeout: times, floors, %SOL, launches, registers, spills per "
+                      "workload) before you finish, and compare with the best so far.")
         instructions = prompting.coder_instructions(ctx, check, "End with a one-line summary.")
         session = self.sessions.get(ctx.milestone.id)
         run = self._run(ctx, instructions, system, allowed, tools, session)

@@ -235,8 +235,8 @@ def run_loop(chat: Chat, box: ToolBox, limits: Limits, tally: Tally, nudge: str,
     return LoopOutcome(False, last_text.strip(), last_text)
 
 
-LOOP_TOOLS_NOTE = ("Tools: read_file, write_file, edit_file, list_files, run_check (when offered) "
-                   "and finish. Paths are relative to the workspace. Make the edits with the "
+LOOP_TOOLS_NOTE = ("Tools: read_file, write_file, edit_file, list_files, run_check and run_profile "
+                   "(when offered) and finish. Paths are relative to the workspace. Make the edits with the "
                    "tools, not in your reply text.")
 
 
@@ -249,12 +249,16 @@ class LoopCoder:
 
     def implement(self, ctx: CoderContext) -> CoderResult:
         chat = self.new_chat()
-        check = ("Run `run_check` to compile and check correctness on the small workloads "
-                 "before you finish." if ctx.check_command else "")
+        check = " ".join(filter(None, (
+            "Run `run_check` to compile and check correctness on the small workloads "
+            "before you finish." if ctx.check_command else "",
+            "Measure with `run_profile` (times, floors, %SOL, launches, registers, spills) "
+            "before you finish, and compare with the best so far." if ctx.profile_command else "")))
         user = prompting.coder_prompt(ctx, prompting.coder_instructions(
             ctx, check, "Then call `finish` with a one-line summary."))
         chat.reset(prompting.coder_system(ctx.task, LOOP_TOOLS_NOTE), user)
-        box = coder_tools(ctx.workspace, ctx.check_command, self.limits.check_timeout_s)
+        box = coder_tools(ctx.workspace, ctx.check_command, self.limits.check_timeout_s,
+                          ctx.profile_command)
         tally = Tally()
         try:
             out = run_loop(chat, box, self.limits, tally, "Use the tools to edit kernel.py, "

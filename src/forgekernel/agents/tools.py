@@ -2,7 +2,8 @@
 
 ``read_file``, ``write_file``, ``edit_file`` (exact-string replace), ``list_files``,
 ``run_check`` (the engine's quick compile+correctness command on visible smoke workloads,
-when the context gives one) and ``finish``. Paths are relative to the workspace: absolute
+when the context gives one), ``run_profile`` (time and profile the kernel at the visible
+workloads where the run judges, when the context gives a profile command) and ``finish``. Paths are relative to the workspace: absolute
 paths, ``..`` components, anything under ``.git`` and symlinks that lead outside are refused.
 A refused or failed call is returned to the model as an error result, never raised.
 """
@@ -148,8 +149,10 @@ class Workspace:
         return "\n".join(files[:200]) or "(empty)"
 
 
-def run_command(argv: Sequence[str], cwd: Path, timeout_s: float) -> ToolOutcome:
-    """Run a command in its own process group; kill the group on timeout; cap the output."""
+def run_command(argv: Sequence[str], cwd: Path, timeout_s: float,
+                read: Callable[[str], str] | None = None) -> ToolOutcome:
+    """Run a command in its own process group; kill the group on timeout; cap the output
+    (``read``: what of the output the model gets)."""
     proc = subprocess.Popen(list(argv), cwd=cwd, env=config.child_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -159,7 +162,8 @@ def run_command(argv: Sequence[str], cwd: Path, timeout_s: float) -> ToolOutcome
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         return ToolOutcome(f"check timed out after {timeout_s:.0f} s\n{_tail(out)}", True)
-    return ToolOutcome(f"exit code {proc.returncode}\n{_tail(out)}", proc.returncode != 0)
+    return ToolOutcome(f"exit code {proc.returncode}\n{read(out) if read else _tail(out)}",
+                       proc.returncode != 0)
 
 
 def _tail(text: str) -> str:
@@ -168,9 +172,10 @@ def _tail(text: str) -> str:
     return f"[... {len(text) - CHECK_OUTPUT_CAP} characters cut]\n" + text[-CHECK_OUTPUT_CAP:]
 
 
-def coder_tools(root: Path, check_command: Sequence[str] = (),
-                check_timeout_s: float = 300.0) -> ToolBox:
-    """The coder's tools over ``root``; ``run_check`` only when a check command is given."""
+def coder_tools(root: Path, check_command: Sequence[str] = (), check_timeout_s: float = 300.0,
+                profile_command: Sequence[str] = ()) -> ToolBox:
+    """The coder's tools over ``root``; ``run_check`` and ``run_profile`` only when their
+    command is given."""
     ws = Workspace(root)
     tools = [
         Tool("read_file", "Read a text file of the workspace (path relative to it).",
@@ -193,6 +198,14 @@ def coder_tools(root: Path, check_command: Sequence[str] = (),
             "run_check", "Compile the kernel and check correctness on the small visible "
             "workloads (no timing). Returns the exit code and the output.", schema([]),
             lambda a: run_command(check_command, ws.root.parent, check_timeout_s)))
+    if profile_command:
+        from forgekernel.agents.profile_digest import digest
+
+        tools.append(Tool(
+            "run_profile", "Time and profile kernel.py at the visible workloads where the run "
+            "judges: per workload its time, roofline floor, %SOL, launches, registers, shared "
+            "memory, spills and its kernels' time shares.", schema([]),
+            lambda a: run_command(profile_command, ws.root.parent, check_timeout_s, digest)))
     tools.append(Tool("finish", "Call when the decision row is implemented in kernel.py.",
                       schema(["summary"], summary="one or two sentences: what you changed"),
                       lambda a: ToolOutcome("finished", done=True)))

@@ -102,7 +102,14 @@ def _create(task_dir: Path, given: dict[str, Any], unsafe: bool = False) -> Path
 
 def _parts(opts: Any, settings: Any, unsafe: bool = False) -> Any:
     from forgekernel import evolve, preflight
-    from forgekernel.cli.cmd_run import _backend, _check_command, _judge, _prescriber, _profiler
+    from forgekernel.cli.cmd_run import (
+        _backend,
+        _check_command,
+        _judge,
+        _prescriber,
+        _profile_command,
+        _profiler,
+    )
 
     runner, _ = preflight.runner(opts.delivery, settings, settings.gpu)  # a GPU where one is needed
     preflight.sandbox_ready(opts.delivery, unsafe)
@@ -118,4 +125,5 @@ def _parts(opts: Any, settings: Any, unsafe: bool = False) -> Any:
     return evolve.Parts(agents=agents, judge=judge, runner=runner, settings=settings, hasher=hasher,
                         profiler=_profiler(sandbox=not unsafe) if opts.profile else None,
                         prescriber=_prescriber(),
-                        check_command=lambda rd: _check_command(rd, opts.delivery, unsafe))
+                        check_command=lambda rd: _check_command(rd, opts.delivery, unsafe),
+                        profile_command=lambda rd: _profile_command(rd, opts.delivery, unsafe))

@@ -53,6 +53,8 @@ def profile(
     static: bool | None = typer.Option(None, "--static/--no-static", help="Compile-time report "
                                        "(default: on for Triton candidates)."),
     ncu_dir: Path | None = typer.Option(None, "--ncu-dir", help="Keep ncu's raw CSV files here."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help="Run the --kernel "
+                                           "without the sandbox (when this machine has none)."),
 ) -> None:
     """Profile a task's reference (or a candidate) at each workload: time, launches, %SOL."""
     from forgekernel.config import load_settings
@@ -68,9 +70,13 @@ def profile(
     settings = load_settings({"delivery": None if delivery == "auto" else delivery})
     task = load_task(task_dir)
     name, why = resolve_delivery(settings.delivery)
+    if kernel is not None:  # candidate code: a sandbox for it, or the user's explicit flag
+        from forgekernel.preflight import sandbox_ready
+
+        sandbox_ready(name, unsafe_no_sandbox)
     runner = make_runner(name, gpu=settings.gpu, settings=settings)
     profiles = profile_task(task, runner, kernel=kernel, ncu=ncu, static=static,  # type: ignore[arg-type]
-                            ncu_dir=ncu_dir)
+                            ncu_dir=ncu_dir, sandbox=not unsafe_no_sandbox)
     if as_json:
         typer.echo(json.dumps({"task": task.name, "delivery": name, "kernel": str(kernel) if kernel else None,
                                "profiles": [p.model_dump() for p in profiles]}, indent=2))

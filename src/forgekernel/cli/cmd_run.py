@@ -133,7 +133,8 @@ def _seams(rd: Any, parts: Any, judge_impl: str | None, unsafe: bool = False) ->
     arch, judge = for_run_dir(rd, parts.architect, judge, hasher)  # a `forge evolve` generation
     return {"coder": parts.coder, "architect": arch, "judge": judge, "runner": parts.runner,
             "hasher": hasher, "profiler": _profiler(sandbox=not unsafe), "prescriber": _prescriber(),
-            "check_command": _check_command(rd, parts.delivery, unsafe)}
+            "check_command": _check_command(rd, parts.delivery, unsafe),
+            "profile_command": _profile_command(rd, parts.delivery, unsafe)}
 
 
 def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
@@ -224,6 +225,16 @@ def _check_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str, .
     unsafe_flag = ("--unsafe-no-sandbox",) if unsafe else ()
     return (sys.executable, "-I", "-m", "forgekernel.cli", "check", str(rd.task_dir),
             str(rd.workspace), "--delivery", delivery, "--json", *unsafe_flag)  # -I: the cwd shadows nothing
+
+
+def _profile_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str, ...]:
+    """What an agent may run to time and profile the workspace's kernel (`forge profile
+    --kernel`) where the run judges; none on ssh and ray, which `forge profile` cannot use."""
+    if delivery not in ("cpu", "local"):
+        return ()
+    unsafe_flag = ("--unsafe-no-sandbox",) if unsafe else ()
+    return (sys.executable, "-I", "-m", "forgekernel.cli", "profile", str(rd.task_dir), "--kernel",
+            str(rd.workspace), "--delivery", delivery, "--json", *unsafe_flag)
 
 
 class _CtrlC:
