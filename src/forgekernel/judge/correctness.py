@@ -202,9 +202,25 @@ def compare(out: Any, ref64: Any, tol: OutputTolerance) -> Check:
     return _degenerate(check, value, ref64, finite, out.dtype)
 
 
+NEGLIGIBLE = 1e-9
+"""Reference values (float64) this small in magnitude are rounding noise of a result that is
+zero (GroupNorm over groups of one channel gives about 1e-14): a zero or constant output is
+then not a degenerate answer, and such a reference tells nothing about input sensitivity."""
+
+
+def negligible(ref64: Any) -> bool:
+    """Whether every finite value of the float64 reference is rounding noise around zero."""
+    import torch
+
+    vals = ref64[torch.isfinite(ref64)] if ref64.is_floating_point() else ref64
+    return ref64.is_floating_point() and (vals.numel() == 0 or float(vals.abs().max()) <= NEGLIGIBLE)
+
+
 def _degenerate(check: Check, value: Any, ref64: Any, finite: Any, dtype: Any) -> Check:
     """All-zero or constant outputs fail when the reference, rounded to the output dtype, is
-    not (even within tolerance)."""
+    not (even within tolerance), unless the reference is itself only rounding noise."""
+    if negligible(ref64):
+        return check
     ref_vals = ref64[finite].to(dtype)
     if bool((value == 0).all()) and bool((ref_vals != 0).any()):
         check.ok, check.kind, check.message = False, "zero", "the output is all zeros and the reference is not"
