@@ -193,8 +193,8 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[s
     out = _forge(["run", str(run_dir), *settings.run_args()], base / "run.log",
                  60 * settings.minutes + 600)
     row.update(_read_run(run_dir))
-    if out.returncode not in (0, 2) or "best" not in row:
-        row.update(_failed("run", base / "run.log", out))
+    if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
+        row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
     row["wall_s"] = _since(start)
     return row
 

@@ -43,13 +43,26 @@ def write(root: Path) -> dict[str, Any]:
     rows = [done[p.slug] for p in problems if p.slug in done]
     summary = {"bench": str(root), "settings": vars(settings), "metrics": metrics(rows, len(problems)),
                "failures": [{"slug": r["slug"], "stage": r.get("stage", "judge"),
-                             "why": r.get("error") or _why_not(r)}
+                             "why": r.get("error") or _logged(root, r) or _why_not(r)}
                             for r in rows if not r.get("correct")],
                "results": rows}
     (root / "summary.json").write_text(json.dumps(summary, indent=2))
     (root / "summary.md").write_text(markdown(summary))
     _plot(rows, root / "summary.png")
     return summary
+
+
+def _logged(root: Path, row: dict[str, Any]) -> str:
+    """The last `forge: error` line of a problem's run log, for a run that judged nothing
+    (results recorded before the runner kept that line)."""
+    if row.get("statuses"):
+        return ""
+    log = root / "problems" / str(row.get("slug", "")) / "run.log"
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("forge: error")]
+    except OSError:
+        return ""
+    return lines[-1].removeprefix("forge: error: ")[:300] if lines else ""
 
 
 def _why_not(row: dict[str, Any]) -> str:
