@@ -59,3 +59,17 @@ def test_bench_runs_resumes_and_summarises(tmp_path):
     assert sorted(r["slug"] for r in rows) == ["gelu_colsum", "rmsnorm_noweight"]
     resumed = next(r for r in rows if r["slug"] != json.loads(lines[0])["slug"])
     assert resumed["attempts"] == 1  # the finished run was read back, not run again
+
+
+def test_a_run_that_judged_nothing_is_named_by_its_error(tmp_path):
+    """A problem whose run stopped before any verdict (the built-in agent could not plan, say)
+    is listed with the error the run printed, not as a bare 'not correct'."""
+    root = bench.create(tmp_path / "b", [bench.Problem(slug="p", source=str(tmp_path / "p.py"))],
+                        bench.BenchSettings(delivery="cpu"))
+    (root / "problems" / "p").mkdir(parents=True)
+    (root / "problems" / "p" / "run.log").write_text(
+        "[plan] architect (builtin): initial plan\nforge: error: the reference draws random numbers\n")
+    (root / bench.RESULTS).write_text(json.dumps({"slug": "p", "correct": False, "statuses": {}}) + "\n")
+    failure = bench_summary.write(root)["failures"][0]
+    assert failure["why"] == "the reference draws random numbers"
+    assert "the reference draws random numbers" in (root / "summary.md").read_text()
