@@ -35,7 +35,7 @@ def run_dir(tmp_path):
 def test_not_a_run_or_task_dir(capsys, tmp_path):
     code, _, err = forge(capsys, "run", tmp_path / "nothing")
     assert code == 2
-    one_error(err, "neither a run dir (run.toml) nor a task dir (task.toml)")
+    one_error(err, "neither a run dir (run.toml), a task dir (task.toml) nor a KernelBench problem file")
 
 
 def test_local_delivery_without_a_gpu_is_an_error(capsys, run_dir):

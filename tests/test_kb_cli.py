@@ -66,7 +66,11 @@ def test_prescribe_json_and_text(capsys):
     assert code == 0
     data = json.loads(out)
     assert "memory" in data["prescriptions"][0]["bottlenecks"]
-    certified = {p["id"] for p in data["prescriptions"] if p["state"] == "CERTIFIED" and p["relevant"]}
-    assert len(data["agent"]) == len(certified)
+    for role in ("coder", "architect"):
+        certified = {p["id"] for p in data["prescriptions"]
+                     if p["state"] == "CERTIFIED" and p["relevant"] and role in p["roles"]}
+        assert len(data[role]) == len(certified)
+    assert "sm90.launch_graph" not in {p["id"] for p in data["prescriptions"] if "coder" in p["roles"]}
     code, out, _ = _run(capsys, "kb", "prescribe", str(REPO / "tasks" / "rmsnorm"))
-    assert code == 0 and "for the agent" in out and out.splitlines()[1].startswith("rank")
+    assert code == 0 and "for the coder" in out and "for the architect" in out
+    assert out.splitlines()[1].startswith("rank")

@@ -192,7 +192,7 @@ def prescribe(
     as_json: bool = typer.Option(False, "--json", help="Print the ranking as JSON."),
     kb_dir: str = typer.Option(None, "--kb-dir", help=KB_DIR_HELP),
 ) -> None:
-    """Which entries apply to a task and why, best first, and what an agent would be told."""
+    """Which entries apply to a task and why, best first, and what each agent would be told."""
     from forgekernel import kb
     from forgekernel.kb.claims import measured_text
     from forgekernel.task import load_task
@@ -200,7 +200,8 @@ def prescribe(
     task = load_task(task_dir)
     kb_path = _settings(kb_dir=kb_dir).kb_dir
     ranked = kb.prescribe(task, kb_dir=kb_path)
-    agent = kb.prescriptions_for_agent(task, kb_dir=kb_path)
+    told = {role: kb.prescriptions_for_agent(task, kb_dir=kb_path, role=role)
+            for role in ("coder", "architect")}
     if as_json:
         typer.echo(json.dumps(_clean({
             "task": task.name, "family": task.family,
@@ -208,8 +209,9 @@ def prescribe(
                                "relevant": p.relevant, "bottlenecks": list(p.entry.bottlenecks),
                                "why": p.why, "prescription": p.entry.prescription,
                                "measured": p.entry.certification.measured if p.entry.certification else None,
-                               "unit": p.entry.unit, "claim": p.entry.claim} for p in ranked],
-            "agent": list(agent)}), indent=2))
+                               "unit": p.entry.unit, "claim": p.entry.claim,
+                               "roles": list(p.entry.roles)} for p in ranked],
+            **{role: list(lines) for role, lines in told.items()}}), indent=2))
         return
     typer.echo(f"task {task.name} (family {task.family}, arch {task.arch}); roofline floors from "
                f"{ranked[0].floors if ranked else 'n/a'}")
@@ -218,7 +220,8 @@ def prescribe(
              for i, p in enumerate(ranked, 1)]
     _table(rows)
     typer.echo("")
-    typer.echo("for the agent (certified entries only):" if agent else
-               "for the agent: nothing (no certified entry applies)")
-    for line in agent:
-        typer.echo(f"- {line}")
+    for role, lines in told.items():
+        typer.echo(f"for the {role} (certified entries for that role only):" if lines else
+                   f"for the {role}: nothing (no certified entry for that role applies)")
+        for line in lines:
+            typer.echo(f"- {line}")
