@@ -155,6 +155,8 @@ class ExecutorClient:
             self.kill()
             raise ExecutorGone("timeout", f"no answer within {timeout_s:.0f} s") from None
         except (wire.WireError, OSError) as exc:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # its own end first (a segfault
+                self.proc.wait(timeout=5)  # reads as SIGSEGV, not as the SIGKILL of the cleanup)
             self.kill()
             self.proc.wait()
             if self.flooded:
