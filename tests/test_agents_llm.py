@@ -8,8 +8,8 @@ import pytest
 
 from forgekernel.agents import anthropic_api, openai_api
 from forgekernel.agents.base import AgentError
-from forgekernel.agents.llm_common import PRICES
 from forgekernel.fakes import FakeAnthropic, FakeOpenAI
+from forgekernel.prices import PRICES
 from llm_agent_support import START_KERNEL, architect_ctx, coder_ctx, settings, workspace
 
 BACKENDS = {"anthropic": (anthropic_api, FakeAnthropic), "openai": (openai_api, FakeOpenAI)}

@@ -185,13 +185,10 @@ def price_problem(settings: Settings, *names: str) -> str:
     from forgekernel.agents import anthropic_api, openai_api  # light: the SDKs load on use
 
     given = prices.parse(settings.price) if settings.price else None
-    for name in dict.fromkeys(names):
-        model = settings.model
-        if name == "anthropic":
-            model = model or anthropic_api.DEFAULT_MODEL
-        elif name == "openai" and "api.openai.com" in (settings.openai_base_url or openai_api.DEFAULT_BASE_URL):
-            model = model or openai_api.DEFAULT_MODEL
-        if name in ("anthropic", "openai") and model and prices.missing(model, given):
+    backends = {"anthropic": anthropic_api, "openai": openai_api}
+    for name in dict.fromkeys(n for n in names if n in backends):
+        model = backends[name].known_model(settings)
+        if model and prices.missing(model, given):
             return f"{name} agent: {prices.missing(model, given)}"
     return ""
 

@@ -40,13 +40,11 @@ def price_of(model: str) -> tuple[float, float] | None:
 
 
 def dollars(model: str, input_tokens: int, output_tokens: int,
-            given: tuple[float, float] | None = None) -> tuple[float, str]:
-    """Cost of the tokens (at ``given`` prices, else the table's), and a note when the model
-    has no price (cost 0, tokens kept)."""
+            given: tuple[float, float] | None = None) -> float:
+    """Cost of the tokens at ``given`` prices, else the table's (0 for a model it lacks: the
+    report names such models)."""
     price = given or price_of(model)
-    if price is None:
-        return 0.0, f"no price known for model '{model}': cost recorded as $0 (tokens recorded)"
-    return (input_tokens * price[0] + output_tokens * price[1]) / 1e6, ""
+    return 0.0 if price is None else (input_tokens * price[0] + output_tokens * price[1]) / 1e6
 
 
 def unpriced(models: set[str]) -> list[str]:

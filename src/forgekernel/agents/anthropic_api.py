@@ -90,6 +90,11 @@ def _message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
+def known_model(settings: Any) -> str:
+    """The model this backend calls: FK_MODEL / --model, else the default."""
+    return settings.model or DEFAULT_MODEL
+
+
 def _chat_factory(settings: Any, kw: dict[str, Any]):
     try:
         import anthropic
@@ -101,7 +106,7 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     if not api_key and not token:
         raise AgentError(f"--agent {NAME} needs ANTHROPIC_API_KEY (not set); see forge doctor")
     base_url = kw.pop("base_url", None) or settings.anthropic_base_url or DEFAULT_BASE_URL
-    model = kw.pop("model", None) or settings.model or DEFAULT_MODEL
+    model = kw.pop("model", None) or known_model(settings)
     stream = kw.pop("stream", True)
     limits = priced(limits_from(kw), settings, model)
     if kw:

@@ -26,7 +26,7 @@ from forgekernel.agents.base import (
     CoderResult,
 )
 from forgekernel.agents.tools import Tool, ToolBox, ToolOutcome, coder_tools, schema
-from forgekernel.prices import PRICES, dollars, price_of  # noqa: F401 - re-exported
+from forgekernel.prices import dollars
 from forgekernel.records import AgentCost, Curriculum
 
 TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -182,15 +182,17 @@ class Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    price: tuple[float, float] | None = None
+    """USD per million input and output tokens given by the user (None: the price table's)."""
 
     def add(self, reply: Reply) -> None:
         self.turns += 1
         self.input_tokens += reply.input_tokens
         self.output_tokens += reply.output_tokens
 
-    def cost(self, agent: str, model: str, price: tuple[float, float] | None = None) -> AgentCost:
-        """What the call cost, at ``price`` (the user's) or the table's."""
-        usd, _ = dollars(model, self.input_tokens, self.output_tokens, price)
+    def cost(self, agent: str, model: str) -> AgentCost:
+        """What the call cost, at the user's ``price`` or the table's."""
+        usd = dollars(model, self.input_tokens, self.output_tokens, self.price)
         return AgentCost(agent=agent, model=model, dollars=usd, input_tokens=self.input_tokens,
                          output_tokens=self.output_tokens, turns=self.turns)
 
@@ -203,17 +205,17 @@ class LoopOutcome:
 
 
 def run_loop(chat: Chat, box: ToolBox, limits: Limits, tally: Tally, nudge: str,
-             sleep: Callable[[float], None] = time.sleep,
-             spent: Callable[[], float] | None = None, dollars: float | None = None) -> LoopOutcome:
+             sleep: Callable[[float], None] = time.sleep, budget: float | None = None) -> LoopOutcome:
     """Ask, run the tools asked for, repeat until ``finish``, the turn or token bound, or (with
-    ``dollars``) until the calls have cost that much (``spent``)."""
+    ``budget``) until the calls have cost that many dollars."""
     nudges, last_text = 0, ""
     while tally.turns < limits.max_turns:
         reply = with_retries(lambda: chat.step(box.specs()), limits, sleep)
         tally.add(reply)
         last_text = reply.text or last_text
-        if dollars is not None and spent is not None and spent() >= dollars:
-            tally.notes.append(f"stopped: the run's dollar budget was spent within the row (${spent():.2f})")
+        spent = tally.cost("", chat.model).dollars
+        if budget is not None and spent >= budget:
+            tally.notes.append(f"stopped: the run's dollar budget was spent within the row (${spent:.2f})")
             return LoopOutcome(False, last_text.strip(), last_text)
         if not reply.calls:
             if nudges >= limits.nudges:
@@ -259,19 +261,17 @@ class LoopCoder:
         chat.reset(prompting.coder_system(ctx.task, LOOP_TOOLS_NOTE), user)
         box = coder_tools(ctx.workspace, ctx.check_command, self.limits.check_timeout_s,
                           ctx.profile_command)
-        tally = Tally()
+        tally = Tally(price=self.limits.price)
         try:
             out = run_loop(chat, box, self.limits, tally, "Use the tools to edit kernel.py, "
-                           "then call finish.", self.sleep,
-                           lambda: tally.cost(self.name, chat.model, self.limits.price).dollars,
-                           ctx.dollars_left)
+                           "then call finish.", self.sleep, ctx.dollars_left)
         except CallFailed as exc:
-            return CoderResult(summary="", cost=tally.cost(self.name, chat.model, self.limits.price), error=str(exc))
+            return CoderResult(summary="", cost=tally.cost(self.name, chat.model), error=str(exc))
         except AgentError as exc:
-            raise with_cost(exc, tally.cost(self.name, chat.model, self.limits.price)) from None
+            raise with_cost(exc, tally.cost(self.name, chat.model)) from None
         finally:
             chat.close()
-        cost = tally.cost(self.name, chat.model, self.limits.price)
+        cost = tally.cost(self.name, chat.model)
         summary = out.summary or ("(no summary)" if out.finished else "(did not call finish)")
         return CoderResult(summary="; ".join([summary, *tally.notes]), cost=cost)
 
@@ -312,18 +312,18 @@ class LoopArchitect:
             ctx, "Write the curriculum and submit it with `submit_curriculum`."))
         found: dict[str, Curriculum] = {}
         box = architect_tools(found, self.limits.max_invalid, self.name)
-        tally = Tally()
+        tally = Tally(price=self.limits.price)
         try:
             out = run_loop(chat, box, self.limits, tally, "Submit the curriculum with "
                            "submit_curriculum.", self.sleep)
         except CallFailed as exc:
             raise with_cost(AgentError(f"{self.name} architect: {exc}"),
-                            tally.cost(self.name, chat.model, self.limits.price)) from None
+                            tally.cost(self.name, chat.model)) from None
         except AgentError as exc:
-            raise with_cost(exc, tally.cost(self.name, chat.model, self.limits.price)) from None
+            raise with_cost(exc, tally.cost(self.name, chat.model)) from None
         finally:
             chat.close()
-        cost = tally.cost(self.name, chat.model, self.limits.price)
+        cost = tally.cost(self.name, chat.model)
         if "curriculum" not in found:
             said = " ".join(out.last_text.split())[:300]
             why = "; ".join([f"the model's last words: {said!r}" if said else "the model wrote no text",

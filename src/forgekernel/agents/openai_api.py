@@ -148,6 +148,19 @@ def _message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
+def _official(url: str) -> bool:
+    return "api.openai.com" in url
+
+
+def known_model(settings: Any) -> str | None:
+    """The model this backend calls when that is known without asking a server: FK_MODEL /
+    --model, else the default on OpenAI's own API (a local server is asked when the agent is
+    built)."""
+    if settings.model:
+        return settings.model
+    return DEFAULT_MODEL if _official(settings.openai_base_url or DEFAULT_BASE_URL) else None
+
+
 def _chat_factory(settings: Any, kw: dict[str, Any]):
     try:
         import openai
@@ -160,7 +173,7 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
         raise AgentError(f"--agent {NAME} needs OPENAI_API_KEY (not set), or OPENAI_BASE_URL "
                          "for a local OpenAI-compatible server; see forge doctor")
     url = base_url or DEFAULT_BASE_URL
-    official = "api.openai.com" in url
+    official = _official(url)
     stream = kw.pop("stream", official)
     model = kw.pop("model", None) or settings.model
     limits = limits_from(kw)
