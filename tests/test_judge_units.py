@@ -369,3 +369,28 @@ def test_the_gpu_gate_compiles_to_a_bounded_volatile_spin():
     names = gate._gate_wait.arg_names
     unspecialised = {names[i] if isinstance(i, int) else i for i in gate._gate_wait.do_not_specialize}
     assert {"expect", "limit_ns"} <= unspecialised
+
+
+@pytest.mark.gpu
+def test_a_device_pool_is_its_own_allocation_and_round_trips_values():
+    """The pool the executor may map holds nothing of the verifier's: it is not a block of
+    torch's caching allocator (whose segments hold the verifier's other tensors)."""
+    import torch
+
+    from forgekernel.judge import ipc
+
+    keep = torch.randn(1 << 20, device="cuda")  # a verifier tensor in torch's pool
+    slices, nbytes = ipc.layout([torch.empty(3, 5, dtype=torch.bfloat16), torch.empty(7)])
+    pool = ipc.ExportedPool(nbytes)
+    try:
+        segments = [(s["address"], s["address"] + s["total_size"]) for s in torch.cuda.memory_snapshot()]
+        assert not any(lo <= pool.base < hi for lo, hi in segments)
+        a, b = pool.view(slices[0]), pool.view(slices[1])
+        a.copy_(torch.ones(3, 5, dtype=torch.bfloat16))
+        b.fill_(2.0)
+        assert a.dtype == torch.bfloat16 and a.shape == (3, 5) and float(a.sum()) == 15.0
+        assert float(b.sum()) == 14.0 and keep.is_cuda
+        with pytest.raises(ValueError):
+            pool.view(ipc.Slice(nbytes, "float32", (4,)))
+    finally:
+        pool.free()

@@ -37,6 +37,7 @@ class Executor:
         self.gate: Any = None
         self.warmed: set[str] = set()
         self.pool_sets: dict[str, list[list[Any]]] = {}
+        self.imported: dict[str, Any] = {}
         self.buffers: dict[str, list[Any]] = {}
         self.pending: list[Any] = []
         from forgekernel.judge import watch
@@ -123,7 +124,8 @@ class Executor:
 
         from forgekernel.judge import guards, observe, wire
 
-        args = wire.get_all(msg["inputs"], self.scratch, self.device)
+        pool = self._pool(msg["pool"]) if "pool" in msg else None
+        args = self._args(msg["inputs"], pool)
         if msg.get("reuse"):
             args = self._reused(str(msg.get("key", "")), args)
         if msg.get("poison") is not None:
@@ -142,11 +144,51 @@ class Executor:
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         prefix = str(msg.get("prefix", "out"))
         observed = observe.summary(seen, args, outs, self.own) if msg.get("observe", True) else {}
+        if pool is not None:
+            return {"outputs": self._place(outs, pool, msg.get("outputs_to") or []),
+                    "observed": observed, "host_ms": host_ms, **facts}
         reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix),
                  "observed": observed, "host_ms": host_ms, **facts}
         if msg.get("return_inputs"):
             reply["inputs"] = wire.put_all(args, self.scratch, prefix + "_in")
         return reply
+
+    def _pool(self, desc: dict[str, Any]) -> Any:
+        """The verifier's pool, opened once per handle."""
+        from forgekernel.judge import ipc
+
+        handle = str(desc["handle"])
+        if handle not in self.imported:
+            self.imported[handle] = ipc.ImportedPool(desc)
+        return self.imported[handle]
+
+    def _args(self, descs: list[dict[str, Any]], pool: Any) -> list[Any]:
+        """The call's inputs: the verifier's pool in place (GPU), or files it wrote."""
+        from forgekernel.judge import ipc, wire
+
+        if pool is None:
+            return wire.get_all(descs, self.scratch, self.device)
+        return [pool.tensor(ipc.slice_of(d["slice"])) if "slice" in d else wire.get(d, self.scratch)
+                for d in descs]
+
+    def _place(self, outs: tuple[Any, ...], pool: Any, slices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each output described, and copied into the slice the verifier set aside for it
+        when it is a tensor of that slice's shape and dtype (the verifier checks the rest)."""
+        import torch
+
+        from forgekernel.judge import ipc, wire
+
+        descs = []
+        for i, out in enumerate(outs):
+            desc = wire.describe(out)
+            if i < len(slices) and "tensor" in desc:
+                s = ipc.slice_of(slices[i])
+                if tuple(out.shape) == s.shape and desc["dtype"] == s.dtype and out.device.type == "cuda":
+                    pool.tensor(s).copy_(out)
+                    desc["pooled"] = True
+            descs.append(desc)
+        torch.cuda.synchronize()
+        return descs
 
     def _reused(self, key: str, args: list[Any]) -> list[Any]:
         """The same buffers as the last reused call on this workload, refilled in place (timed
@@ -184,7 +226,7 @@ class Executor:
     def pools(self, msg: dict[str, Any]) -> dict[str, Any]:
         from forgekernel.judge import ipc
 
-        pool = ipc.ImportedPool(msg["pool"])
+        pool = self._pool(msg["pool"])
         sets = []
         for row in msg["sets"]:
             sets.append([pool.tensor(ipc.Slice(int(d["slice"]["offset"]), str(d["slice"]["dtype"]),

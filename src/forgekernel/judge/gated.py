@@ -110,7 +110,7 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     ref_est = _estimate_ms(ref_fn, example)
     k = session.opts.reps or calls_per_batch(ref_est, example)
     slices, nbytes = ipc.layout([a for a in example if hasattr(a, "numel")] * k)
-    pool = ipc.ExportedPool(nbytes)
+    pool = session.cand.pool(nbytes)
     views, descs = _pool_sets(pool, slices, example, k)
     ref_sets = [problem.make(wl, inp.secret_seed()) for _ in range(k)]
     session.cand.pools(slot, pool.describe(), descs)

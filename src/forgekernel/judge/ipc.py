@@ -54,33 +54,51 @@ def layout(tensors: list[Any]) -> tuple[list[Slice], int]:
 
 
 class ExportedPool:
-    """The verifier's pool: a device buffer, its IPC handle, and views to write into."""
+    """The verifier's pool: device memory of its own allocation (never the caching allocator's,
+    so no other tensor of the verifier ever lives in what the executor can map), its IPC
+    handle, and views to write into. Freed by :meth:`free` once no executor maps it."""
 
     def __init__(self, nbytes: int) -> None:
         import torch
 
-        self.buffer = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-        lib = _driver()
-        base, size = ctypes.c_uint64(), ctypes.c_size_t()
-        _check(lib, lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size),
-                                                 ctypes.c_uint64(self.buffer.data_ptr())), "address range")
+        torch.zeros(1, device="cuda")  # the primary context, current on this thread
+        self.lib = _driver()
+        self.nbytes = max(int(nbytes), ALIGN)
+        ptr = ctypes.c_uint64()
+        _check(self.lib, self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(self.nbytes)),
+               "cuMemAlloc")
+        self.base = ptr.value
         handle = _Handle()
-        _check(lib, lib.cuIpcGetMemHandle(ctypes.byref(handle), base), "cuIpcGetMemHandle")
+        _check(self.lib, self.lib.cuIpcGetMemHandle(ctypes.byref(handle), ctypes.c_uint64(self.base)),
+               "cuIpcGetMemHandle")
         self.handle = ctypes.string_at(ctypes.addressof(handle), HANDLE_BYTES).hex()
-        self.offset = self.buffer.data_ptr() - base.value
 
     def view(self, s: Slice) -> Any:
-        import torch
-
-        dtype = getattr(torch, s.dtype)
-        n = 1
-        for d in s.shape:
-            n *= d
-        nbytes = n * torch.empty((), dtype=dtype).element_size()
-        return self.buffer[s.offset:s.offset + nbytes].view(dtype).view(s.shape)
+        if s.offset + slice_bytes(s) > self.nbytes:
+            raise ValueError(f"a slice at {s.offset} of {slice_bytes(s)} bytes is outside the pool")
+        return _tensor(self.base + s.offset, s)
 
     def describe(self) -> dict[str, Any]:
-        return {"handle": self.handle, "offset": self.offset}
+        return {"handle": self.handle, "offset": 0}
+
+    def free(self) -> None:
+        if self.base:
+            self.lib.cuMemFree_v2(ctypes.c_uint64(self.base))
+            self.base = 0
+
+
+def slice_bytes(s: Slice) -> int:
+    n = 1
+    for d in s.shape:
+        n *= d
+    return n * int(_TYPESTR[s.dtype][2:])
+
+
+def _tensor(address: int, s: Slice) -> Any:
+    import torch
+
+    t = torch.as_tensor(_Array(address, s), device="cuda")
+    return t.view(torch.bfloat16) if s.dtype == "bfloat16" else t
 
 
 class _Array:
@@ -105,7 +123,9 @@ class ImportedPool:
         self.base = base.value + int(desc["offset"])
 
     def tensor(self, s: Slice) -> Any:
-        import torch
+        return _tensor(self.base + s.offset, s)
 
-        t = torch.as_tensor(_Array(self.base + s.offset, s), device="cuda")
-        return t.view(torch.bfloat16) if s.dtype == "bfloat16" else t
+
+def slice_of(desc: dict[str, Any]) -> Slice:
+    """A slice from its description in a message."""
+    return Slice(int(desc["offset"]), str(desc["dtype"]), tuple(int(d) for d in desc["shape"]))

@@ -11,6 +11,7 @@ threads or the stream changed).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ class CandidateProcess:
                             interpret=session.interpret, sandbox=not session.opts.unsafe_no_sandbox)
         self.ex = ExecutorClient(spec)
         self.calls = self.batch = 0
+        self.owned: list[Any] = []
+        """Device pools the executor may have mapped: freed only after it is gone."""
+        self.staging: Any = None
+        """The pool the correctness calls' inputs and outputs pass through on a GPU."""
 
     @property
     def sandbox(self) -> str:
@@ -39,6 +44,17 @@ class CandidateProcess:
 
     def close(self) -> None:
         self.ex.close()
+        for pool in self.owned:
+            pool.free()
+        self.owned = []
+
+    def pool(self, nbytes: int) -> Any:
+        """A device pool of ``nbytes`` this executor may map (CUDA IPC), freed at close."""
+        from forgekernel.judge import ipc
+
+        pool = ipc.ExportedPool(nbytes)
+        self.owned.append(pool)
+        return pool
 
     # -- requests
     def _ask(self, message: dict[str, Any], timeout_s: float, *, phase: str, where: str,
@@ -109,21 +125,62 @@ class CandidateProcess:
              return_inputs: bool = False, reuse: bool = False,
              observe: bool = True) -> tuple[tuple[Any, ...], dict[str, Any], list[Any] | None]:
         """Run the candidate once on ``args``: (outputs, observed facts, its inputs after).
-        ``reuse``: in the buffers of the last reused call on this workload, refilled."""
+        ``reuse``: in the buffers of the last reused call on this workload, refilled. On a
+        GPU, inputs and outputs pass through a device pool of the verifier's (no copy to the
+        host); elsewhere, through raw-byte files in the scratch dir."""
         self.calls += 1
         prefix = f"c{self.calls}_"
-        message = {"op": "call", "key": key, "inputs": wire.put_all(args, self.ex.scratch, prefix + "in"),
-                   "poison": pattern, "poison_sizes": [o.nbytes for o in slot.outputs],
-                   "prefix": prefix + "out", "return_inputs": return_inputs, "reuse": reuse,
-                   "observe": observe}
+        message = {"op": "call", "key": key, "poison": pattern,
+                   "poison_sizes": [o.nbytes for o in slot.outputs], "prefix": prefix + "out",
+                   "return_inputs": return_inputs, "reuse": reuse, "observe": observe}
+        staged = self._stage(slot, args) if self.session.device == "cuda" else None
+        if staged is None:
+            message["inputs"] = wire.put_all(args, self.ex.scratch, prefix + "in")
+        else:
+            message.update(staged.message)
         reply = self._ask(message, timeout_s, phase="run", where=slot.label, hidden=slot.wl.hidden)
-        outs = self._outputs(reply.get("outputs"), slot)
+        outs = self._outputs(reply.get("outputs"), slot, staged)
         after = None
-        if return_inputs:
+        if return_inputs and staged is not None:
+            after = [v.clone() if v is not None else a for v, a in zip(staged.inputs, args, strict=True)]
+        elif return_inputs:
             after = [wire.get(d, self.ex.scratch, self.session.device, max_bytes=_bytes(a))
                      if "tensor" in d else a for d, a in zip(reply["inputs"], args, strict=True)]
         self._clean(prefix)
         return outs, reply.get("observed") or {}, after
+
+    def _stage(self, slot: Any, args: list[Any]) -> _Staged:
+        """The call's inputs copied into the staging pool, and the slices its outputs go to."""
+        import dataclasses
+
+        import torch
+
+        from forgekernel.judge import ipc
+
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        outs = [torch.empty(o.shape, dtype=o.dtype, device="meta") for o in slot.outputs]
+        slices, nbytes = ipc.layout(tensors + outs)
+        if self.staging is None or self.staging.nbytes < nbytes:
+            self.staging = self.pool(nbytes)
+        pool, it = self.staging, iter(slices)
+        inputs, descs = [], []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                s = next(it)
+                view = pool.view(s)
+                view.copy_(a)
+                inputs.append(view)
+                descs.append({"slice": dataclasses.asdict(s)})
+            else:
+                inputs.append(None)
+                descs.append(wire.put(a, self.ex.scratch, "unused"))
+        out_slices = list(it)
+        for s in out_slices:  # nothing of an earlier call is left where this one's outputs go
+            pool.view(s).view(torch.uint8).fill_(0xFF)
+        torch.cuda.synchronize()
+        message = {"inputs": descs, "pool": pool.describe(),
+                   "outputs_to": [dataclasses.asdict(s) for s in out_slices]}
+        return _Staged(message, inputs, [pool.view(s) for s in out_slices])
 
     def repeat(self, slot: Any, key: str, args: list[Any], n: int, timeout_s: float) -> float:
         """Seconds the verifier's clock measured for ``n`` calls on ``args`` (CPU timing)."""
@@ -192,8 +249,9 @@ class CandidateProcess:
         for path in self.ex.scratch.glob(prefix + "*"):
             path.unlink(missing_ok=True)
 
-    def _outputs(self, descs: Any, slot: Any) -> tuple[Any, ...]:
-        """The outputs, rebuilt after their descriptions passed the structure checks."""
+    def _outputs(self, descs: Any, slot: Any, staged: _Staged | None = None) -> tuple[Any, ...]:
+        """The outputs, rebuilt after their descriptions passed the structure checks (from
+        the verifier's own views of the staging pool when the executor copied them there)."""
         from forgekernel.judge import correctness as cx
         from forgekernel.judge.session import STATUS_OF
 
@@ -203,12 +261,26 @@ class CandidateProcess:
         check = cx.check_described(descs, tuple(slot.outputs), self.session.device)
         if not check.ok:
             self.session.fail(slot, STATUS_OF[check.kind], check)
+        if staged is not None:
+            if not all(d.get("pooled") for d in descs):
+                raise Failure(Status.REJECTED, "the executor did not place its outputs where asked",
+                              {"kind": "channel"}, fatal=True)
+            return tuple(v.clone() for v in staged.outputs)
         try:
             return tuple(wire.get(d, self.ex.scratch, self.session.device, max_bytes=o.nbytes)
                          for d, o in zip(descs, slot.outputs, strict=True))
         except (wire.WireError, OSError) as exc:
             raise Failure(Status.REJECTED, f"the candidate's outputs could not be read back: {exc}",
                           {"kind": "channel"}, fatal=True) from None
+
+
+@dataclass
+class _Staged:
+    """A GPU call's staging: the message fields, the verifier's input and output views."""
+
+    message: dict[str, Any]
+    inputs: list[Any]
+    outputs: list[Any]
 
 
 def key_of(slot: Any) -> str:

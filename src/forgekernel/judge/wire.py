@@ -73,20 +73,28 @@ def recv(fd: int, timeout_s: float | None = None) -> dict[str, Any]:
 # ------------------------------------------------------------------ tensors
 
 
+def describe(value: Any, name: str = "") -> dict[str, Any]:
+    """What the other side is told of ``value`` (a tensor: dtype, shape, device, plain type)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {"tensor": name, "dtype": str(value.dtype).removeprefix("torch."),
+                "shape": list(value.shape), "device": value.device.type,
+                "exact": type(value) is torch.Tensor}
+    if isinstance(value, (bool, int, float)) or value is None:
+        return {"value": value}
+    return {"other": type(value).__name__}
+
+
 def put(value: Any, root: Path, name: str) -> dict[str, Any]:
     """Describe ``value`` for the other side; tensors are written to ``root/name``."""
     import torch
 
     if isinstance(value, torch.Tensor):
         t = value.detach().contiguous()
-        path = root / name
         data = t.cpu().reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
-        path.write_bytes(bytes(data))
-        return {"tensor": name, "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
-                "device": t.device.type, "exact": type(value) is torch.Tensor}
-    if isinstance(value, (bool, int, float)) or value is None:
-        return {"value": value}
-    return {"other": type(value).__name__}
+        (root / name).write_bytes(bytes(data))
+    return describe(value, name)
 
 
 def get(desc: dict[str, Any], root: Path, device: str = "cpu", max_bytes: int | None = None) -> Any:
