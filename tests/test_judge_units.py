@@ -380,7 +380,8 @@ def test_a_device_pool_is_its_own_allocation_and_round_trips_values():
     from forgekernel.judge import ipc
 
     keep = torch.randn(1 << 20, device="cuda")  # a verifier tensor in torch's pool
-    slices, nbytes = ipc.layout([torch.empty(3, 5, dtype=torch.bfloat16), torch.empty(7)])
+    slices, nbytes = ipc.layout([torch.empty(3, 5, dtype=torch.bfloat16), torch.empty(7),
+                                 torch.empty((), dtype=torch.float32)])
     pool = ipc.ExportedPool(nbytes)
     try:
         segments = [(s["address"], s["address"] + s["total_size"]) for s in torch.cuda.memory_snapshot()]
@@ -390,6 +391,9 @@ def test_a_device_pool_is_its_own_allocation_and_round_trips_values():
         b.fill_(2.0)
         assert a.dtype == torch.bfloat16 and a.shape == (3, 5) and float(a.sum()) == 15.0
         assert float(b.sum()) == 14.0 and keep.is_cuda
+        scalar = pool.view(slices[2])  # a 0-dim output: filled byte-wise as the staging does
+        scalar.reshape(-1).view(torch.uint8).fill_(0xFF)
+        assert scalar.shape == () and bool(torch.isnan(scalar))
         with pytest.raises(ValueError):
             pool.view(ipc.Slice(nbytes, "float32", (4,)))
     finally:

@@ -115,7 +115,7 @@ class ImportedPool:
     def __init__(self, desc: dict[str, Any]) -> None:
         import torch
 
-        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # the primary context, current on this thread
         lib = _driver()
         handle = _Handle.from_buffer_copy(bytes.fromhex(str(desc["handle"])))
         base = ctypes.c_uint64()

@@ -176,7 +176,7 @@ class CandidateProcess:
                 descs.append(wire.put(a, self.ex.scratch, "unused"))
         out_slices = list(it)
         for s in out_slices:  # nothing of an earlier call is left where this one's outputs go
-            pool.view(s).view(torch.uint8).fill_(0xFF)
+            pool.view(s).reshape(-1).view(torch.uint8).fill_(0xFF)
         torch.cuda.synchronize()
         message = {"inputs": descs, "pool": pool.describe(),
                    "outputs_to": [dataclasses.asdict(s) for s in out_slices]}
