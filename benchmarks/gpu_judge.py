@@ -112,6 +112,8 @@ def main() -> int:
                         "timed correct kernel and the GPU cheats first.")
     parser.add_argument("--cheats", action="store_true", help="Only the cheating fixtures that "
                         "are not GPU-specific (the second half of --quick's coverage).")
+    parser.add_argument("--only", default="", help="Comma-separated fixture names: only these "
+                        "steps of the chosen plan.")
     parser.add_argument("--verdict-timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     start = time.monotonic()
@@ -135,7 +137,10 @@ def main() -> int:
     except Exception as exc:  # recorded; the verdict steps still run
         doc["overhead"] = {"error": f"{type(exc).__name__}: {exc}", "first_s": -1.0, "warm_median_s": -1.0}
     save()
+    only = {n for n in args.only.split(",") if n}
     for kind, path, opts in plan(args.quick, args.cheats):
+        if only and path.name not in only:
+            continue
         if time.monotonic() - start > args.budget_s:
             doc["skipped"].append(path.name)
             continue

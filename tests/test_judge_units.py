@@ -398,3 +398,17 @@ def test_a_device_pool_is_its_own_allocation_and_round_trips_values():
             pool.view(ipc.Slice(nbytes, "float32", (4,)))
     finally:
         pool.free()
+
+
+def test_work_after_the_signal_is_rejected_when_the_median_batch_shows_it():
+    from types import SimpleNamespace
+
+    from forgekernel.judge import gated
+    from forgekernel.judge.failure import Failure
+
+    slot = SimpleNamespace(label="M=8192 x N=16384")
+    one_hiccup = [(0.02, 0.11)] * 5 + [(0.418, 0.11)]  # a host delay on one round trip
+    gated._tail(slot, one_hiccup)
+    with pytest.raises(Failure) as err:  # a side stream shows after every batch
+        gated._tail(slot, [(0.3, 0.11)] * 4 + [(0.01, 0.11)] * 2)
+    assert err.value.details["kind"] == "side_stream" and "median of 6 batches" in str(err.value)
