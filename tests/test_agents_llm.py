@@ -379,3 +379,92 @@ def test_a_row_stops_once_its_calls_spend_what_is_left_of_the_budget(tmp_path, k
         res = coder.implement(coder_ctx(ws, dollars_left=1.5))
     assert len(srv.scripted()) == 2 and res.cost.dollars == pytest.approx(2.0)
     assert "dollar budget was spent within the row" in res.summary
+
+
+def _make_with(kind, srv, model, **settings_kw):
+    module, _ = BACKENDS[kind]
+    base = srv.url + ("/v1" if kind == "openai" else "")
+    return module.make_coder(settings(model=model, **settings_kw), api_key="dummy", base_url=base,
+                             sleep=lambda s: None)
+
+
+def test_anthropic_requests_mark_cache_breakpoints_and_cached_tokens_are_billed_at_cache_rates(tmp_path):
+    """The system prompt (tools before it) and the newest message are cache breakpoints on
+    every turn, the history keeps no marks, and cache reads/writes cost what Anthropic bills."""
+    ws = workspace(tmp_path)
+    cached = {"input_tokens": 1000, "output_tokens": 100, "cache_read": 600, "cache_write": 300}
+    script = [{**s, "usage": cached} for s in edit_script()]
+    with FakeAnthropic(script, api_key="dummy") as srv:
+        res = make("anthropic", srv).implement(coder_ctx(ws))
+    assert res.error == "" and srv.remaining == 0
+    for r in srv.scripted():
+        body = r.body
+        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        marks = [m for m in body["messages"] if isinstance(m["content"], list)
+                 and any("cache_control" in b for b in m["content"] if isinstance(b, dict))]
+        assert marks == [body["messages"][-1]]  # one rolling breakpoint: the newest message
+    # per turn: 1000 fresh + 600 read + 300 written input tokens
+    assert (res.cost.input_tokens, res.cost.cache_read_tokens, res.cost.cache_write_tokens) == (7600, 2400, 1200)
+    inp, out = PRICES["claude-sonnet-4"]
+    billed_in = 4000 + 2400 * 0.1 + 1200 * 1.25
+    assert res.cost.dollars == pytest.approx((billed_in * inp + 400 * out) / 1e6)
+
+
+def test_openai_cached_prompt_tokens_are_billed_at_the_cached_rate(tmp_path):
+    ws = workspace(tmp_path)
+    script = [{**s, "usage": {"input_tokens": 1000, "output_tokens": 100, "cached_tokens": 800}}
+              for s in edit_script()]
+    with FakeOpenAI(script, api_key="dummy") as srv:
+        res = make("openai", srv, model="gpt-4.1").implement(coder_ctx(ws))
+    assert res.error == "" and res.cost.cache_read_tokens == 3200 and res.cost.input_tokens == 4000
+    inp, out = PRICES["gpt-4.1"]
+    assert res.cost.dollars == pytest.approx(((800 + 3200 * 0.25) * inp + 400 * out) / 1e6)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_effort_turns_on_extended_thinking_and_the_thinking_is_sent_back(tmp_path, stream):
+    """With --effort the request enables thinking within max_tokens (the fake refuses what the
+    API refuses), and the thinking block goes back with the tool results, as the API needs."""
+    ws = workspace(tmp_path)
+    script = [{**s, "thinking": f"step {i}: consider the row reduction"} for i, s in enumerate(edit_script())]
+    with FakeAnthropic(script, api_key="dummy") as srv:
+        coder = anthropic_api.make_coder(settings(model="claude-sonnet-4-5", effort="high"),
+                                         api_key="dummy", base_url=srv.url, sleep=lambda s: None,
+                                         stream=stream)
+        res = coder.implement(coder_ctx(ws))
+    assert res.error == "" and srv.remaining == 0 and not srv.errors
+    first, second = srv.scripted()[0].body, srv.scripted()[1].body
+    assert first["thinking"] == {"type": "enabled", "budget_tokens": anthropic_api.THINKING_TOKENS["high"]}
+    assert first["max_tokens"] > first["thinking"]["budget_tokens"]
+    sent_back = second["messages"][1]["content"]
+    assert sent_back[0]["type"] == "thinking" and sent_back[0]["signature"] == "fake-sig-0"
+
+
+def test_the_fake_refuses_a_thinking_budget_the_api_would_refuse():
+    from forgekernel.fakes.anthropic import _bad_thinking
+
+    ok = {"thinking": {"type": "enabled", "budget_tokens": 2048}, "max_tokens": 8000}
+    assert _bad_thinking(ok) == ""
+    assert "greater than" in _bad_thinking({**ok, "max_tokens": 2048})
+    assert "1024" in _bad_thinking({**ok, "thinking": {"type": "enabled", "budget_tokens": 10}})
+    assert "temperature" in _bad_thinking({**ok, "temperature": 0.2})
+
+
+def test_effort_sets_openai_reasoning_effort_only_when_asked(tmp_path):
+    finish = [{"tool_calls": [{"name": "finish", "input": {"summary": "s"}}]}]
+    bodies = []
+    for effort in (None, "low"):
+        (tmp_path / str(effort)).mkdir()
+        with FakeOpenAI(finish, api_key="dummy") as srv:
+            coder = _make_with("openai", srv, "gpt-5-mini", effort=effort)
+            coder.implement(coder_ctx(workspace(tmp_path / str(effort))))
+        bodies.append(srv.scripted()[0].body)
+    assert "reasoning_effort" not in bodies[0] and bodies[1]["reasoning_effort"] == "low"
+
+
+def test_an_unknown_effort_is_a_one_line_config_error(tmp_path):
+    from forgekernel.config import ConfigError, load_settings
+
+    assert load_settings({"effort": "medium"}, cwd=tmp_path).effort == "medium"
+    with pytest.raises(ConfigError, match="effort 'extreme' .* not one of low, medium, high"):
+        load_settings({"effort": "extreme"}, cwd=tmp_path)

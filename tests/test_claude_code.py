@@ -173,3 +173,28 @@ def test_cli_architect_revises_invalid_curriculum(cli, tmp_path):
 def test_missing_cli_is_named(tmp_path):
     with pytest.raises(AgentError, match="FK_CLAUDE_BIN=.*not an executable"):
         claude_code.make_coder(settings(claude_bin=str(tmp_path / "nope")))
+
+
+def test_the_cli_is_told_the_budget_left_and_the_effort(tmp_path):
+    """--max-budget-usd carries what is left of the run's dollar budget (the CLI stops itself),
+    --effort the user's setting; neither appears when unset."""
+    from forgekernel.agents.claude_code import _Cli
+
+    fake = tmp_path / "claude"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    plain = _Cli(settings(claude_bin=str(fake)), {})
+    argv = plain.argv("sys", ["Read"], ["Read"], None)
+    assert "--max-budget-usd" not in argv and "--effort" not in argv
+    tuned = _Cli(settings(claude_bin=str(fake), effort="medium"), {})
+    argv = tuned.argv("sys", ["Read"], ["Read"], None, budget=0.125)
+    assert argv[argv.index("--max-budget-usd") + 1] == "0.1250"
+    assert argv[argv.index("--effort") + 1] == "medium"
+
+
+def test_the_bundled_cli_accepts_the_budget_and_effort_flags(cli):
+    """The flags forge passes exist in the CLI it runs (its --help lists them)."""
+    import subprocess
+
+    out = subprocess.run([str(cli), "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "--max-budget-usd" in out and "--effort" in out

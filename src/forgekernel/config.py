@@ -34,6 +34,7 @@ ENV_KEYS = {
     "FK_REMOTE_DEVICE": "remote_device",
     "FK_BWRAP": "bwrap",
     "FK_PRICE": "price",
+    "FK_EFFORT": "effort",
 }
 """Environment / local.env variable -> Settings field."""
 
@@ -41,6 +42,7 @@ SECRET_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Credentials: reported as present or missing, never stored in Settings."""
 
 DELIVERIES = ("auto", "cpu", "local", "ssh", "ray")
+EFFORTS = ("low", "medium", "high")
 
 
 class ConfigError(ForgeError, ValueError):
@@ -87,6 +89,10 @@ class Settings(BaseModel):
     price: str | None = None
     """``IN,OUT``: USD per million input and output tokens of the LLM, for a model the price
     table does not know (a local server: ``0,0``)."""
+    effort: Literal["low", "medium", "high"] | None = None
+    """How hard the model thinks before it answers (opt-in): extended thinking on anthropic,
+    ``reasoning_effort`` on openai, ``--effort`` for the claude CLI. None: the provider's
+    default (no extended thinking)."""
     secrets_present: dict[str, bool] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
     """Field -> where its value came from (default, local.env, environment, flag)."""
@@ -144,6 +150,9 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None) 
     if values.get("delivery", "auto") not in DELIVERIES:
         raise ConfigError(f"delivery {values['delivery']!r} ({sources.get('delivery')}) is not "
                           f"one of {', '.join(DELIVERIES)}")
+    if values.get("effort") not in (None, *EFFORTS):
+        raise ConfigError(f"effort {values['effort']!r} ({sources.get('effort')}) is not one of "
+                          f"{', '.join(EFFORTS)}")
     if values.get("price") is not None:
         from forgekernel.prices import PriceError, parse
 

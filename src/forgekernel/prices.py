@@ -33,6 +33,26 @@ PRICES: dict[str, tuple[float, float]] = {
 """Per-model prices, matched by the longest prefix of the model name (provider/ prefix dropped)."""
 
 
+CACHE_RATES: dict[str, tuple[float, float]] = {
+    # model name prefix: (cache read, cache write) as multiples of the input price, as the
+    # providers publish them (Anthropic: 5-minute cache writes; OpenAI: cached input, no write fee).
+    "claude": (0.1, 1.25),
+    "gpt-5": (0.1, 1.0),
+    "gpt-4.1": (0.25, 1.0),
+    "gpt-4o": (0.5, 1.0),
+    "o4-mini": (0.25, 1.0),
+    "o3": (0.25, 1.0),
+}
+"""Cached input tokens are billed at these multiples of the input price; a model not listed
+here has its cached tokens billed as fresh input (never under-counted)."""
+
+
+def cache_rates(model: str) -> tuple[float, float]:
+    name = model.rsplit("/", 1)[-1].lower()
+    hits = [p for p in CACHE_RATES if name.startswith(p)]
+    return CACHE_RATES[max(hits, key=len)] if hits else (1.0, 1.0)
+
+
 def price_of(model: str) -> tuple[float, float] | None:
     name = model.rsplit("/", 1)[-1].lower()
     hits = [p for p in PRICES if name.startswith(p)]
@@ -40,11 +60,17 @@ def price_of(model: str) -> tuple[float, float] | None:
 
 
 def dollars(model: str, input_tokens: int, output_tokens: int,
-            given: tuple[float, float] | None = None) -> float:
+            given: tuple[float, float] | None = None, cache_read: int = 0, cache_write: int = 0) -> float:
     """Cost of the tokens at ``given`` prices, else the table's (0 for a model it lacks: the
-    report names such models)."""
+    report names such models). ``input_tokens`` counts every input token; ``cache_read`` and
+    ``cache_write`` of them are billed at the model's cache rates."""
     price = given or price_of(model)
-    return 0.0 if price is None else (input_tokens * price[0] + output_tokens * price[1]) / 1e6
+    if price is None:
+        return 0.0
+    read, write = cache_rates(model)
+    fresh = max(0, input_tokens - cache_read - cache_write)
+    billed_in = fresh + cache_read * read + cache_write * write
+    return (billed_in * price[0] + output_tokens * price[1]) / 1e6
 
 
 def unpriced(models: set[str]) -> list[str]:

@@ -347,6 +347,10 @@ class AgentCost(Record):
     dollars: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Of the input tokens, those read from the provider's prompt cache (billed lower)."""
+    cache_write_tokens: int = 0
+    """Of the input tokens, those written to the prompt cache (Anthropic bills them higher)."""
     turns: int = 0
     session: str = ""
 

@@ -30,6 +30,9 @@ from forgekernel.agents.tools import Tool, ToolOutcome
 NAME = "anthropic"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+THINKING_TOKENS = {"low": 2048, "medium": 8192, "high": 24576}
+"""Extended-thinking budget per ``--effort`` level (tokens the model may think per response)."""
+CACHED = {"type": "ephemeral"}
 
 
 class AnthropicChat:
@@ -37,8 +40,10 @@ class AnthropicChat:
 
     provider = NAME
 
-    def __init__(self, client: Any, sdk: Any, model: str, limits: Limits, stream: bool) -> None:
+    def __init__(self, client: Any, sdk: Any, model: str, limits: Limits, stream: bool,
+                 thinking: int | None = None) -> None:
         self.client, self.sdk, self.model, self.limits, self.stream = client, sdk, model, limits, stream
+        self.thinking = thinking
         self.system = ""
         self.messages: list[dict[str, Any]] = []
 
@@ -46,11 +51,23 @@ class AnthropicChat:
         self.system = system
         self.messages = [{"role": "user", "content": user}]
 
+    def params(self, tools: list[Tool]) -> dict[str, Any]:
+        """The request: the system prompt (tools and system cached up to it) and the newest
+        message marked as cache breakpoints, so each turn re-reads the conversation from the
+        prompt cache instead of paying for it again; extended thinking when asked for."""
+        params: dict[str, Any] = dict(
+            model=self.model, max_tokens=self.limits.max_tokens,
+            system=[{"type": "text", "text": self.system, "cache_control": CACHED}],
+            messages=[*self.messages[:-1], _marked(self.messages[-1])],
+            tools=[{"name": t.name, "description": t.description, "input_schema": t.parameters}
+                   for t in tools])
+        if self.thinking:
+            params["thinking"] = {"type": "enabled", "budget_tokens": self.thinking}
+            params["max_tokens"] = max(self.limits.max_tokens, self.thinking + 4096)
+        return params
+
     def step(self, tools: list[Tool]) -> Reply:
-        params = dict(model=self.model, max_tokens=self.limits.max_tokens, system=self.system,
-                      messages=self.messages,
-                      tools=[{"name": t.name, "description": t.description,
-                              "input_schema": t.parameters} for t in tools])
+        params = self.params(tools)
         sdk = self.sdk
         try:
             if self.stream:
@@ -68,8 +85,9 @@ class AnthropicChat:
                       for b in msg.content if b.type == "tool_use")
         text = "".join(b.text for b in msg.content if b.type == "text")
         u = msg.usage
-        inp = u.input_tokens + (u.cache_creation_input_tokens or 0) + (u.cache_read_input_tokens or 0)
-        return Reply(text, calls, inp, u.output_tokens, msg.stop_reason or "")
+        write, read = u.cache_creation_input_tokens or 0, u.cache_read_input_tokens or 0
+        return Reply(text, calls, u.input_tokens + write + read, u.output_tokens, msg.stop_reason or "",
+                     cache_read=read, cache_write=write)
 
     def add_results(self, reply: Reply, results: list[tuple[ToolRequest, ToolOutcome]]) -> None:
         self.messages.append({"role": "user", "content": [
@@ -81,6 +99,16 @@ class AnthropicChat:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with its last content block as a cache breakpoint (a copy: the history
+    keeps no marks, so at most two breakpoints are ever sent)."""
+    content = message["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    if not blocks or not isinstance(blocks[-1], dict):
+        return message
+    return {**message, "content": [*blocks[:-1], {**blocks[-1], "cache_control": CACHED}]}
 
 
 def _message(exc: Any) -> str:
@@ -108,6 +136,8 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     base_url = kw.pop("base_url", None) or settings.anthropic_base_url or DEFAULT_BASE_URL
     model = kw.pop("model", None) or known_model(settings)
     stream = kw.pop("stream", True)
+    effort = getattr(settings, "effort", None)
+    thinking = THINKING_TOKENS[effort] if effort else None
     limits = priced(limits_from(kw), settings, model)
     if kw:
         raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
@@ -115,7 +145,7 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     def new_chat() -> AnthropicChat:
         client = anthropic.Anthropic(api_key=api_key, auth_token=token, base_url=base_url,
                                      max_retries=0, timeout=limits.timeout_s)
-        return AnthropicChat(client, anthropic, model, limits, stream)
+        return AnthropicChat(client, anthropic, model, limits, stream, thinking)
 
     return new_chat, limits
 

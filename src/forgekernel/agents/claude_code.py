@@ -106,6 +106,7 @@ class _Cli:
     def __init__(self, settings: Any, kw: dict[str, Any]) -> None:
         self.binary = find_cli(settings)
         self.model = kw.pop("model", None) or settings.model
+        self.effort = getattr(settings, "effort", None)
         self.max_turns = int(kw.pop("max_turns", 40))
         self.timeout_s = float(kw.pop("timeout_s", 1800.0))
         self.permission_mode = kw.pop("permission_mode", "dontAsk")
@@ -123,7 +124,7 @@ class _Cli:
             raise TypeError(f"unknown options for the {NAME} backend: {sorted(kw)}")
 
     def argv(self, system: str, allowed: Sequence[str], tools: Sequence[str],
-             resume: str | None) -> list[str]:
+             resume: str | None, budget: float | None = None) -> list[str]:
         argv = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose",
                 "--max-turns", str(self.max_turns), "--permission-mode", self.permission_mode,
                 "--tools", ",".join(tools), "--allowedTools", *allowed,
@@ -134,11 +135,15 @@ class _Cli:
             argv += ["--model", self.model]
         if resume:
             argv += ["--resume", resume]
+        if self.effort:
+            argv += ["--effort", self.effort]
+        if budget is not None:  # the CLI stops itself once its calls cost this much
+            argv += ["--max-budget-usd", f"{max(budget, 0.0):.4f}"]
         return argv
 
     def run(self, prompt: str, cwd: Path, system: str, allowed: Sequence[str],
-            tools: Sequence[str], resume: str | None = None) -> ClaudeRun:
-        return run_cli(self.argv(system, allowed, tools, resume), prompt, cwd, self.env,
+            tools: Sequence[str], resume: str | None = None, budget: float | None = None) -> ClaudeRun:
+        return run_cli(self.argv(system, allowed, tools, resume, budget), prompt, cwd, self.env,
                        self.timeout_s)
 
 
@@ -161,6 +166,7 @@ def cost_of(run: ClaudeRun, model: str | None, before: float) -> AgentCost:
     dollars = run.cost_since_last if run.cost_since_last is not None else max(0.0, run.total_cost - before)
     return AgentCost(agent=NAME, model=run.model or model or "", dollars=dollars,
                      input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+                     cache_read_tokens=run.cache_read, cache_write_tokens=run.cache_write,
                      turns=run.turns, session=run.session)
 
 
@@ -220,7 +226,8 @@ class ClaudeCodeCoder:
     def _run(self, ctx: CoderContext, instructions: str, system: str, allowed: list[str],
              tools: list[str], session: str | None) -> ClaudeRun:
         prompt = prompting.coder_prompt(ctx, instructions, brief=session is not None)
-        return self.cli.run(prompt, ctx.workspace, system, allowed, tools, resume=session)
+        return self.cli.run(prompt, ctx.workspace, system, allowed, tools, resume=session,
+                            budget=ctx.dollars_left)
 
 
 class ClaudeCodeArchitect:

@@ -40,6 +40,8 @@ class ClaudeRun:
     """This invocation's cost, when the CLI reports it per invocation."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
     result_text: str = ""
     errors: list[str] = field(default_factory=list)
     api_status: int | None = None
@@ -111,6 +113,8 @@ class ClaudeRun:
         self.input_tokens = sum(int(usage.get(k) or 0) for k in (
             "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         self.output_tokens = int(usage.get("output_tokens") or 0)
+        self.cache_read = int(usage.get("cache_read_input_tokens") or 0)
+        self.cache_write = int(usage.get("cache_creation_input_tokens") or 0)
         since = e.get("model_usage_since_last_result")
         if isinstance(since, dict):
             self.cost_since_last = sum(float(m.get("costUSD") or 0.0) for m in since.values()

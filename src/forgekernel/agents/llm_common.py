@@ -153,8 +153,11 @@ class Reply:
     text: str
     calls: tuple[ToolRequest, ...]
     input_tokens: int
+    """Every input token of the request, cached ones included."""
     output_tokens: int
     stop: str = ""
+    cache_read: int = 0
+    cache_write: int = 0
 
 
 class Chat(Protocol):
@@ -181,6 +184,8 @@ class Tally:
     turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
     notes: list[str] = field(default_factory=list)
     price: tuple[float, float] | None = None
     """USD per million input and output tokens given by the user (None: the price table's)."""
@@ -189,12 +194,17 @@ class Tally:
         self.turns += 1
         self.input_tokens += reply.input_tokens
         self.output_tokens += reply.output_tokens
+        self.cache_read += reply.cache_read
+        self.cache_write += reply.cache_write
 
     def cost(self, agent: str, model: str) -> AgentCost:
-        """What the call cost, at the user's ``price`` or the table's."""
-        usd = dollars(model, self.input_tokens, self.output_tokens, self.price)
+        """What the call cost, at the user's ``price`` or the table's (cached input at the
+        model's cache rates)."""
+        usd = dollars(model, self.input_tokens, self.output_tokens, self.price,
+                      cache_read=self.cache_read, cache_write=self.cache_write)
         return AgentCost(agent=agent, model=model, dollars=usd, input_tokens=self.input_tokens,
-                         output_tokens=self.output_tokens, turns=self.turns)
+                         output_tokens=self.output_tokens, cache_read_tokens=self.cache_read,
+                         cache_write_tokens=self.cache_write, turns=self.turns)
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,9 @@ class OpenAIChat:
     provider = NAME
 
     def __init__(self, client: Any, sdk: Any, model: str, limits: Limits, stream: bool,
-                 max_tokens_key: str) -> None:
+                 max_tokens_key: str, effort: str | None = None) -> None:
         self.client, self.sdk, self.model, self.limits = client, sdk, model, limits
-        self.stream, self.max_tokens_key = stream, max_tokens_key
+        self.stream, self.max_tokens_key, self.effort = stream, max_tokens_key, effort
         self.messages: list[dict[str, Any]] = []
 
     def reset(self, system: str, user: str) -> None:
@@ -58,6 +58,8 @@ class OpenAIChat:
             "model": self.model, "messages": self.messages, self.max_tokens_key: self.limits.max_tokens,
             "tools": [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                         "parameters": t.parameters}} for t in tools]}
+        if self.effort:
+            params["reasoning_effort"] = self.effort
         try:
             if self.stream:
                 stream = self.client.chat.completions.create(
@@ -78,7 +80,7 @@ class OpenAIChat:
                                        for c in raw_calls]
         self.messages.append(assistant)
         calls = tuple(ToolRequest(c["id"], c["name"], _args(c["arguments"])) for c in raw_calls)
-        return Reply(text, calls, usage[0], usage[1], finish)
+        return Reply(text, calls, usage[0], usage[1], finish, cache_read=usage[2])
 
     def add_results(self, reply: Reply, results: list[tuple[ToolRequest, ToolOutcome]]) -> None:
         for call, out in results:
@@ -96,10 +98,10 @@ def _assemble(stream: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], 
     """Text, tool calls (by index), usage and finish reason from streamed chunks."""
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
-    usage, finish = (0, 0), ""
+    usage, finish = (0, 0, 0), ""
     for chunk in stream:
         if chunk.usage is not None:
-            usage = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+            usage = _usage(chunk.usage)
         for choice in chunk.choices:
             delta = choice.delta
             if delta.content:
@@ -124,7 +126,7 @@ def _whole(resp: Any) -> tuple[str, list[dict[str, str]], tuple[int, int], str]:
     calls = [{"id": tc.id or f"call_{i}", "name": tc.function.name,
               "arguments": _text_args(tc.function.arguments)}
              for i, tc in enumerate(msg.tool_calls or ())]
-    usage = (resp.usage.prompt_tokens, resp.usage.completion_tokens) if resp.usage else (0, 0)
+    usage = _usage(resp.usage) if resp.usage else (0, 0, 0)
     return msg.content or "", calls, usage, choice.finish_reason or ""
 
 
@@ -190,7 +192,15 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
     limits = priced(limits, settings, model)
     # api.openai.com's newer models take max_completion_tokens; compatible servers max_tokens.
     key = "max_completion_tokens" if official else "max_tokens"
-    return (lambda: OpenAIChat(client(), openai, model, limits, stream, key)), limits
+    effort = getattr(settings, "effort", None)
+    return (lambda: OpenAIChat(client(), openai, model, limits, stream, key, effort)), limits
+
+
+def _usage(u: Any) -> tuple[int, int, int]:
+    """Prompt, completion and cached prompt tokens (``prompt_tokens_details.cached_tokens``)."""
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    return u.prompt_tokens or 0, u.completion_tokens or 0, cached
 
 
 def served_model(client: Any, sdk: Any, url: str) -> str:

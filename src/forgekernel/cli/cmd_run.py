@@ -28,6 +28,7 @@ def run_cmd(
     architect: str = typer.Option(None, "--architect", help="Architect backend (default: the coder's)."),
     model: str = typer.Option(None, "--model", help="Model for LLM backends."),
     price: str = typer.Option(None, "--price", help="USD per million input,output tokens of the LLM (e.g. 3,15; 0,0 for a free local model); needed for a model forge has no price for."),
+    effort: str = typer.Option(None, "--effort", help="low, medium or high: how hard an LLM agent thinks (extended thinking on anthropic, reasoning_effort on openai, --effort for claude-code); default: the provider's."),
     delivery: str = typer.Option(None, "--delivery", help="cpu, local, ssh, ray or auto (default: the run's, else FK_DELIVERY, else auto); docs/delivery.md."),
     max_iterations: int = typer.Option(None, "--max-iterations", min=1, help="Attempts in the whole run."),
     max_minutes: float = typer.Option(None, "--max-minutes", min=0.01, help="Wall minutes over all sessions."),
@@ -52,7 +53,7 @@ def run_cmd(
     if ncu not in ("off", "auto", "on"):
         raise fail(f"--ncu {ncu!r}: use off, auto or on")
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model,
-                              "price": price})
+                              "price": price, "effort": effort})
     rd = _existing(target, out)
     if rd is not None and model is None and rd.config.model:
         settings = settings.model_copy(update={"model": rd.config.model})

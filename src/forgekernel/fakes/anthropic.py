@@ -40,6 +40,9 @@ class FakeAnthropic(FakeServer):
             return Reply(400, error_body(400, "body must be a JSON object")), None
         if path.endswith("/count_tokens"):
             return Reply(200, {"input_tokens": estimate_tokens(body.get("messages", []))}), None
+        bad = _bad_thinking(body)
+        if bad:
+            return Reply(400, error_body(400, bad)), None
         step, index = self.take()
         if step.error is not None:
             headers_out = {"retry-after": "0"} if step.error == 429 else None
@@ -52,6 +55,8 @@ class FakeAnthropic(FakeServer):
     def message(self, step: Step, request: dict[str, Any], index: int | None) -> dict[str, Any]:
         n = len(self.requests)
         content: list[dict[str, Any]] = []
+        if step.thinking and (request.get("thinking") or {}).get("type") == "enabled":
+            content.append({"type": "thinking", "thinking": step.thinking, "signature": f"fake-sig-{n}"})
         if step.text:
             content.append({"type": "text", "text": step.text})
         for k, call in enumerate(step.tool_calls):
@@ -60,10 +65,26 @@ class FakeAnthropic(FakeServer):
         usage = {"input_tokens": step.usage.get("input_tokens",
                                                 estimate_tokens(request.get("messages", []))),
                  "output_tokens": step.usage.get("output_tokens", estimate_tokens(content)),
-                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+                 "cache_creation_input_tokens": step.usage.get("cache_write", 0),
+                 "cache_read_input_tokens": step.usage.get("cache_read", 0)}
         return {"id": f"msg_fake_{n}", "type": "message", "role": "assistant",
                 "model": request.get("model", "fake"), "content": content,
                 "stop_reason": step.stop_reason, "stop_sequence": None, "usage": usage}
+
+
+def _bad_thinking(body: dict[str, Any]) -> str:
+    """The API's refusal of an extended-thinking request it would not take ('' when fine)."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return ""
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return "thinking.budget_tokens: must be at least 1024"
+    if budget >= int(body.get("max_tokens") or 0):
+        return "max_tokens must be greater than thinking.budget_tokens"
+    if "temperature" in body:
+        return "temperature may not be set when thinking is enabled"
+    return ""
 
 
 def stream_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -77,6 +98,10 @@ def stream_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if block["type"] == "text":
             head, deltas = {"type": "text", "text": ""}, [
                 {"type": "text_delta", "text": t} for t in pieces(block["text"])]
+        elif block["type"] == "thinking":
+            head = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [*({"type": "thinking_delta", "thinking": t} for t in pieces(block["thinking"])),
+                      {"type": "signature_delta", "signature": block["signature"]}]
         else:
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": t}

@@ -66,7 +66,8 @@ class FakeOpenAI(FakeServer):
                 "choices": [{"index": 0, "message": message,
                              "finish_reason": FINISH.get(step.stop_reason, "stop")}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": out,
-                          "total_tokens": prompt + out}}
+                          "total_tokens": prompt + out,
+                          "prompt_tokens_details": {"cached_tokens": step.usage.get("cached_tokens", 0)}}}
 
 
 def stream_chunks(completion: dict[str, Any], include_usage: bool) -> list[tuple[None, Any]]:

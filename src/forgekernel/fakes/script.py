@@ -50,13 +50,15 @@ class Step:
     usage: dict[str, int] = field(default_factory=dict)
     stop: str = ""
     """Explicit stop reason (Anthropic spelling); default ``tool_use`` with calls, else ``end_turn``."""
+    thinking: str = ""
+    """A thinking block before the answer (Anthropic, when the request enabled thinking)."""
 
     @property
     def stop_reason(self) -> str:
         return self.stop or ("tool_use" if self.tool_calls else "end_turn")
 
 
-_STEP_KEYS = {"text", "tool_calls", "error", "message", "usage", "stop"}
+_STEP_KEYS = {"text", "tool_calls", "error", "message", "usage", "stop", "thinking"}
 
 
 def _step(n: int, raw: Any) -> Step:
@@ -78,7 +80,7 @@ def _step(n: int, raw: Any) -> Step:
         raise ScriptError(f"step {n}: 'error' must be an HTTP status 400..599, got {error!r}")
     return Step(text=str(raw.get("text", "")), tool_calls=tuple(calls), error=error,
                 message=str(raw.get("message", "")), usage=dict(raw.get("usage", {})),
-                stop=str(raw.get("stop", "")))
+                stop=str(raw.get("stop", "")), thinking=str(raw.get("thinking", "")))
 
 
 def parse_script(raw: Any) -> tuple[Step, ...]:
