@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,43 @@ def check_outcome(tmp: Path, proc: subprocess.CompletedProcess, agent: str) -> d
     return judged[0]
 
 
+CAPTURED = REPO / "tests" / "fixtures" / "llm_requests"
+"""Requests the fake servers captured from a CPU run, committed so a reader sees what a model
+is sent (FK_UPDATE_FIXTURES=1 rewrites them); volatile text (paths, timings) is masked."""
+SECTIONS = {"openai_architect": ("## What the engine measures here", "speedup bound", "## Hardware\\n",
+                                 "## Best kernel so far", "Budget left"),
+            "openai_coder": ("## The kernel you start from", "## Hardware\\n", "## Milestone M0",
+                             "## Best kernel so far", "Gate that closes it")}
+
+
+def _masked(body: dict, tmp: Path) -> dict:
+    text = json.dumps(body, indent=1, sort_keys=True)
+    text = text.replace(str(tmp), "<tmp>").replace(str(REPO), "<repo>")
+    text = re.sub(r"\d+\.\d{3,}", "<num>", text)  # measured times vary run to run
+    return json.loads(text)
+
+
+def _headings(body: dict) -> list[str]:
+    text = "\n".join(str(m.get("content", "")) for m in body["messages"])
+    return [line for line in text.splitlines() if line.startswith("#")]
+
+
+def check_captured(tmp: Path, bodies: dict[str, dict]) -> None:
+    """The captured requests carry the code, the run's facts, gate states and the hardware
+    sheet, and their sections are those of the committed fixtures."""
+    for name, body in bodies.items():
+        path = CAPTURED / f"{name}.json"
+        masked = _masked(body, tmp)
+        if os.environ.get("FK_UPDATE_FIXTURES") == "1":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(masked, indent=1, sort_keys=True) + "\n")
+        committed = json.loads(path.read_text())
+        assert _headings(masked) == _headings(committed), name
+        text = json.dumps(committed)
+        for needle in SECTIONS[name]:
+            assert needle in text, (name, needle)
+
+
 def test_forge_run_with_openai_coder_and_architect(tmp_path):
     plan = {"tool_calls": [{"name": "submit_curriculum", "input": {"toml": PLAN, "summary": "fuse"}}]}
     steps = [plan,
@@ -108,6 +146,8 @@ def test_forge_run_with_openai_coder_and_architect(tmp_path):
         assert fact in profiled["content"], fact
     assert attempt["row"] == "M0.1" and attempt["agent"]["model"] == "fake"
     assert srv.remaining == 0
+    check_captured(tmp_path, {"openai_architect": srv.scripted()[0].body,
+                              "openai_coder": srv.scripted()[1].body})
     check_result = srv.scripted()[5].body["messages"][-1]
     assert check_result["role"] == "tool" and check_result["content"].startswith("exit code 0")
     assert '"status":"PASSED"' in check_result["content"].replace(" ", "")
