@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forgekernel.interop.flashinfer_import import InteropError
-from forgekernel.records import TaskSpec
+
+if TYPE_CHECKING:
+    from forgekernel.records import TaskSpec
 
 
 @dataclass(frozen=True)

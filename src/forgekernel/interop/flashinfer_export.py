@@ -21,13 +21,15 @@ import shutil
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forgekernel.interop import schema
-from forgekernel.interop.best_kernel import Best
 from forgekernel.interop.flashinfer_import import SHIM_MARK, InteropError
 from forgekernel.interop.workload_inputs import full_axes
-from forgekernel.records import TaskSpec
+
+if TYPE_CHECKING:
+    from forgekernel.interop.best_kernel import Best
+    from forgekernel.records import TaskSpec
 
 HARDWARE = {"sm90": ["NVIDIA_H100", "NVIDIA_H200"], "sm100": ["NVIDIA_B200"], "any": ["cuda"]}
 STATUS = {"WRONG_VALUES": "INCORRECT_NUMERICAL", "WRONG_SHAPE": "INCORRECT_SHAPE",
@@ -144,18 +146,26 @@ def entry_source(definition: dict[str, Any], dps: bool, kernel_file: str = "kern
 
 
 def solution_of(best: Best, definition: dict[str, Any], dps: bool) -> dict[str, Any]:
-    entry = "main.py" if "main.py" not in best.files else "forge_entry.py"
-    sources = [{"path": p, "content": c} for p, c in best.files.items()]
+    return build_solution(definition, best.files, name=f"{best.task.name}_forge_{best.candidate[:8]}",
+                          author=f"forgekernel ({best.agent} agent)",
+                          origin=f"Best kernel of a forge run (candidate {best.candidate})",
+                          triton=best.task.language == "triton", arch=best.task.arch, dps=dps)
+
+
+def build_solution(definition: dict[str, Any], files: dict[str, str], *, name: str, author: str,
+                   origin: str, triton: bool, arch: str, dps: bool) -> dict[str, Any]:
+    """A Solution of ``files`` (kernel.py defining a value-returning run) for ``definition``."""
+    if "kernel.py" not in files:
+        raise InteropError("the kernel's files have no kernel.py")
+    entry = "main.py" if "main.py" not in files else "forge_entry.py"
+    sources = [{"path": p, "content": c} for p, c in files.items()]
     sources.append({"path": entry, "content": entry_source(definition, dps)})
-    triton = best.task.language == "triton"
     return {
-        "name": f"{best.task.name}_forge_{best.candidate[:8]}",
-        "definition": definition["name"],
-        "author": f"forgekernel ({best.agent} agent)",
-        "description": f"Best kernel of a forge run (candidate {best.candidate}); {entry} wraps "
-                       f"kernel.py's run, {'destination-passing' if dps else 'value-returning'}.",
+        "name": name, "definition": definition["name"], "author": author,
+        "description": f"{origin}; {entry} wraps kernel.py's run, "
+                       f"{'destination-passing' if dps else 'value-returning'}.",
         "spec": {"language": "triton" if triton else "python",
-                 "target_hardware": HARDWARE[best.task.arch], "entry_point": f"{entry}::run",
+                 "target_hardware": HARDWARE[arch], "entry_point": f"{entry}::run",
                  "dependencies": ["torch", "triton"] if triton else ["torch"],
                  "destination_passing_style": dps},
         "sources": sources,

@@ -24,12 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from forgekernel.errors import ForgeError
 from forgekernel.interop import safetensors, schema
 from forgekernel.interop.workload_inputs import full_axes, shape_at
-from forgekernel.records import DTYPES
 
 SMOKE_ELEMENTS = 65_536
 """A workload is a smoke workload when no input or output has more elements than this."""
@@ -67,6 +64,8 @@ def read_definition(path: Path) -> tuple[dict[str, Any], list[str]]:
     data = read_json(path)
     if not isinstance(data, dict):
         raise InteropError(f"{path}: a Definition is a JSON object")
+    from forgekernel.records import DTYPES
+
     notes: list[str] = []
     if "custom_inputs_entrypoint" in data:
         raise InteropError(f"{path}: custom_inputs_entrypoint (SOL-ExecBench) is not supported; "
@@ -312,7 +311,12 @@ def make_inputs(axes, seed, device="cpu"):
 
 def convert(def_path: str | Path, out_dir: str | Path, workloads: str | Path | None = None) -> Imported:
     """Write the task directory ``out_dir`` (new or empty) for a Definition; return it with
-    the note lines (fields forge does not use, choices it made)."""
+    the note lines (fields forge does not use, choices it made).
+
+    This module imports neither pydantic nor tomli_w at the top, so the Definition and
+    Workload readers work with torch alone (benchmarks/flashinfer_solution_gpu.py)."""
+    import tomli_w
+
     from forgekernel.task import load_task
 
     src, out = Path(def_path), Path(out_dir)

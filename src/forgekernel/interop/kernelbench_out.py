@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from forgekernel.interop.best_kernel import Best
 from forgekernel.interop.flashinfer_import import InteropError
+
+if TYPE_CHECKING:
+    from forgekernel.interop.best_kernel import Best
 
 FILE = "model_new.py"
 

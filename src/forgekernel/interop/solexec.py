@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forgekernel.interop import schema
-from forgekernel.interop.best_kernel import Best
 from forgekernel.interop.flashinfer_export import definition_of, solution_of
 from forgekernel.interop.flashinfer_import import InteropError
+
+if TYPE_CHECKING:
+    from forgekernel.interop.best_kernel import Best
 
 HARDWARE = {"sm100": ["B200", "LOCAL"]}
 """forge arch -> SOL-ExecBench targets (anything but Blackwell runs as LOCAL)."""
