@@ -108,10 +108,11 @@ def load_entry(solution: dict, definition: dict, build: Path):
 
 def small(definition: dict, axes: dict[str, int]) -> bool:
     """Whether every tensor at ``axes`` is small enough for the interpreter (smoke size)."""
+    from forgekernel.interop.flashinfer_import import SMOKE_ELEMENTS
     from forgekernel.interop.workload_inputs import shape_at
 
     specs = [*definition["inputs"].values(), *definition["outputs"].values()]
-    return all(math.prod(shape_at(s, axes) or ()) <= 65_536 for s in specs)
+    return all(math.prod(shape_at(s, axes) or ()) <= SMOKE_ELEMENTS for s in specs)
 
 
 def preallocated(spec: dict, axes: dict[str, int], device: str):

@@ -18,6 +18,7 @@ a one-line error.
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -83,9 +84,11 @@ def read_definition(path: Path) -> tuple[dict[str, Any], list[str]]:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise InteropError(f"{path}: {found[0]}{more}")
     try:
-        compile(data["reference"], f"{path}:reference", "exec")
+        tree = ast.parse(data["reference"], f"{path}:reference")
     except SyntaxError as exc:
         raise InteropError(f"{path}: reference is not valid Python: {exc.msg} (line {exc.lineno})") from None
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in tree.body):
+        raise InteropError(f"{path}: reference defines no top-level run(...)")
     if "/" in data["name"] or data["name"].startswith("."):
         raise InteropError(f"{path}: name {data['name']!r} cannot name a directory")
     for group in ("inputs", "outputs"):
