@@ -387,3 +387,34 @@ def test_the_gpu_script_runs_on_the_cpu_with_torch_and_triton_only(tmp_path):
     assert all(w["max_abs_error"] < 0.1 and w["latency_ms"] > 0 for w in record["workloads"])
     solution = json.loads((tmp_path / "solution.json").read_text())
     assert schema.problems("solution", solution) == []
+
+
+def test_gqa_trace_set_carries_its_safetensors_and_reimports(tmp_path):
+    """Export without a run (a Best made from the imported task and a verdict naming its
+    workloads): the blobs travel, the paths resolve from the trace set, the task comes back."""
+    from forgekernel.interop import flashinfer_export
+    from forgekernel.interop.best_kernel import Best
+
+    root = imported("gqa_paged_decode", tmp_path).root
+    task = load_task(root)
+    workloads = [{"axes": dict(w.axes), "hidden": False, "passed": True, "max_abs_err": 0.001,
+                  "max_rel_err": 0.002, "median_ms": 1.5, "reference_ms": 3.0, "speedup": 2.0,
+                  "timing_label": "device"} for w in task.workloads]
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "verdict.json").write_text("{}")
+    best = Best(task=task, task_dir=root.rename(tmp_path / "task"), files={"kernel.py": "def run(*a):\n    pass\n"},
+                verdict={"status": "PASSED", "candidate": "abc123", "device": "NVIDIA H200",
+                         "versions": {"torch": "x"}, "workloads": workloads}, agent="test")
+    files, notes = flashinfer_export.export(best, tmp_path / "out")
+    assert notes == []
+    rows = [json.loads(line)["workload"] for line in files[1].read_text().splitlines()]
+    assert rows[0]["inputs"]["kv_indices"]["path"].startswith("blob/workloads/gqa_paged/")
+    assert (tmp_path / "out" / rows[0]["inputs"]["kv_indices"]["path"]).is_file()
+    traces = [json.loads(line) for line in files[3].read_text().splitlines()]
+    assert [t["evaluation"]["performance"]["speedup_factor"] for t in traces] == [2.0, 2.0]
+    assert all(schema.problems("trace", t) == [] for t in traces)
+    solution = json.loads(files[2].read_text())
+    assert "def run(q, k_cache, v_cache, kv_indptr, kv_indices, sm_scale, output, lse):" in \
+        solution["sources"][-1]["content"]
+    again = load_task(convert(files[0], tmp_path / "again", files[1]).root)
+    assert task_fields(again) == task_fields(task)
