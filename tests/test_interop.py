@@ -182,6 +182,28 @@ def test_a_bad_workload_is_one_line(capsys, tmp_path, row, text):
     one_error(err, text)
 
 
+def test_unused_workload_fields_are_one_note_each(tmp_path):
+    row = {"uuid": "u", "axes": {"batch_size": 4}, "comment": "x",
+           "inputs": {"hidden_states": {"type": "random"}, "weight": {"type": "random"}}}
+    trace = {"definition": "rmsnorm_h4096", "workload": row, "solution": "someone",
+             "evaluation": {"status": "PASSED"}}
+    got = convert(FIX / "rmsnorm" / "definition.json", tmp_path / "t", _workloads(tmp_path, [trace, row]))
+    unused = [n for n in got.notes if "not used by forge; ignored" in n]
+    assert unused == ["w.jsonl:1: the Trace's 'solution' is not used by forge; ignored",
+                      "w.jsonl:1: the Trace's 'evaluation' is not used by forge; ignored",
+                      "w.jsonl:1: workload field 'comment' is not used by forge; ignored"]
+    assert "comment" not in (tmp_path / "t" / "workloads.json").read_text()
+
+
+def test_a_failed_import_leaves_no_task_dir(tmp_path):
+    rows = [{"uuid": "u", "axes": {"batch_size": 2}, "inputs": {
+        "hidden_states": {"type": "random"},
+        "weight": {"type": "safetensors", "path": "gone.safetensors", "tensor_key": "w"}}}]
+    with pytest.raises(InteropError, match="gone.safetensors is not found"):
+        convert(FIX / "rmsnorm" / "definition.json", tmp_path / "t", _workloads(tmp_path, rows))
+    assert not (tmp_path / "t").exists()
+
+
 def test_a_safetensors_tensor_of_the_wrong_shape_is_named(tmp_path):
     safetensors.save(tmp_path / "w.safetensors", {"w": torch.ones(8, dtype=torch.bfloat16)})
     rows = [{"uuid": "u", "axes": {"batch_size": 2}, "inputs": {

@@ -37,6 +37,8 @@ FAMILIES = {"rmsnorm": "rownorm", "fused_add_rmsnorm": "rownorm", "layernorm": "
             "gemm": "matmul", "rope": "rope", "softmax": "softmax"}
 SHIM_MARK = "# ---- forge: inputs of the FlashInfer-Trace workloads"
 FLOATS = ("float32", "float16", "bfloat16")
+TRACE_FIELDS = ("definition", "workload", "solution", "evaluation")
+WORKLOAD_FIELDS = ("uuid", "axes", "inputs")
 
 
 class InteropError(ForgeError, ValueError):
@@ -107,9 +109,12 @@ def read_definition(path: Path) -> tuple[dict[str, Any], list[str]]:
     return data, notes
 
 
-def read_workloads(path: Path, definition: dict[str, Any]) -> list[dict[str, Any]]:
-    """The Workload rows of a JSONL file (bare Workloads, or workload-only Traces)."""
-    rows = []
+def read_workloads(path: Path, definition: dict[str, Any],
+                   notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The Workload rows of a JSONL file (bare Workloads, or workload-only Traces). Fields
+    forge does not use are dropped from the rows with one note per field (into ``notes``)."""
+    rows: list[dict[str, Any]] = []
+    unused: dict[str, int] = {}
     try:
         lines = path.read_text().splitlines()
     except FileNotFoundError:
@@ -127,7 +132,18 @@ def read_workloads(path: Path, definition: dict[str, Any]) -> list[dict[str, Any
             if row.get("definition") != definition["name"]:
                 raise InteropError(f"{path}:{n}: the workload is for definition "
                                    f"{row.get('definition')!r}, not {definition['name']!r}")
+            for key in ("solution", "evaluation"):
+                if row.get(key) is not None:
+                    unused.setdefault(f"the Trace's '{key}'", n)
+            for k in row:
+                if k not in TRACE_FIELDS:
+                    unused.setdefault(f"Trace field '{k}'", n)
             row = row["workload"]
+        if isinstance(row, dict):
+            for k in row:
+                if k not in WORKLOAD_FIELDS:
+                    unused.setdefault(f"workload field '{k}'", n)
+            row = {k: v for k, v in row.items() if k in WORKLOAD_FIELDS}
         found = schema.problems("workload", row)
         if found:
             raise InteropError(f"{path}:{n}: {found[0]}")
@@ -135,6 +151,8 @@ def read_workloads(path: Path, definition: dict[str, Any]) -> list[dict[str, Any
         rows.append(row)
     if not rows:
         raise InteropError(f"{path}: no workloads")
+    if notes is not None:
+        notes += [f"{path.name}:{n}: {what} is not used by forge; ignored" for what, n in unused.items()]
     return rows
 
 
@@ -318,14 +336,10 @@ def convert(def_path: str | Path, out_dir: str | Path, workloads: str | Path | N
 
     This module imports neither pydantic nor tomli_w at the top, so the Definition and
     Workload readers work with torch alone (benchmarks/flashinfer_solution_gpu.py)."""
-    import tomli_w
-
-    from forgekernel.task import load_task
-
     src, out = Path(def_path), Path(out_dir)
     definition, notes = read_definition(src)
     if workloads is not None:
-        rows = read_workloads(Path(workloads), definition)
+        rows = read_workloads(Path(workloads), definition, notes)
     else:
         scalars = [n for n, s in definition["inputs"].items() if s["shape"] is None]
         if scalars:
@@ -339,8 +353,24 @@ def convert(def_path: str | Path, out_dir: str | Path, workloads: str | Path | N
                      f"{' and '.join(str(next(iter(r['axes'].values()), 1)) for r in rows)}, random inputs")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InteropError(f"{out}: exists and is not an empty directory")
+    made = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    _copy_blobs(rows, definition, Path(workloads) if workloads is not None else src, out)
+    try:
+        _write(definition, rows, notes, src if workloads is None else Path(workloads), out)
+    except BaseException:
+        if made:  # no half-made task dir is left behind
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    return Imported(out, notes)
+
+
+def _write(definition: dict[str, Any], rows: list[dict[str, Any]], notes: list[str], src: Path,
+           out: Path) -> None:
+    import tomli_w
+
+    from forgekernel.task import load_task
+
+    _copy_blobs(rows, definition, src, out)
     table = task_toml(definition, rows, notes)
     reference = definition["reference"].rstrip("\n") + "\n"
     if not is_declarative(definition, rows):
@@ -350,4 +380,3 @@ def convert(def_path: str | Path, out_dir: str | Path, workloads: str | Path | N
     (out / "workloads.json").write_text(json.dumps(rows, indent=1) + "\n")
     (out / "task.toml").write_text(tomli_w.dumps(table))
     load_task(out)  # what was written must load
-    return Imported(out, notes)
