@@ -204,6 +204,22 @@ def test_a_failed_import_leaves_no_task_dir(tmp_path):
     assert not (tmp_path / "t").exists()
 
 
+@pytest.mark.parametrize("description", ["Two\nlines  of text.", None])
+def test_the_definition_written_back_is_the_one_read(tmp_path, description):
+    from forgekernel.interop.flashinfer_export import definition_of
+
+    data = json.loads((FIX / "gqa_paged_decode" / "definition.json").read_text())
+    data.pop("version")
+    data.pop("description")
+    if description is not None:
+        data["description"] = description
+    (tmp_path / "d.json").write_text(json.dumps(data))
+    got = convert(tmp_path / "d.json", tmp_path / "t", FIX / "gqa_paged_decode" / "workloads.jsonl")
+    task = load_task(got.root)
+    assert task.description == ("Two lines of text." if description else "")
+    assert definition_of(task, got.root) == data
+
+
 def test_a_safetensors_tensor_of_the_wrong_shape_is_named(tmp_path):
     safetensors.save(tmp_path / "w.safetensors", {"w": torch.ones(8, dtype=torch.bfloat16)})
     rows = [{"uuid": "u", "axes": {"batch_size": 2}, "inputs": {

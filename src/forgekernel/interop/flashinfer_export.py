@@ -60,7 +60,11 @@ def definition_of(task: TaskSpec, task_dir: Path) -> dict[str, Any]:
             entry["description"] = a.description
         axes[name] = entry
     out: dict[str, Any] = {"name": task.name, "op_type": stored.get("op_type", task.family)}
-    if task.description:
+    said = stored.get("description") or ""
+    if " ".join(said.split()) == task.description:  # unchanged since the import: as written
+        if said:
+            out["description"] = said
+    elif task.description:
         out["description"] = task.description
     for key in ("tags",):
         if stored.get(key):

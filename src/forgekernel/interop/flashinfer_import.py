@@ -308,7 +308,7 @@ def task_toml(definition: dict[str, Any], rows: list[dict[str, Any]], notes: lis
         notes.append("hidden workloads off: scalar or safetensors inputs exist only at the "
                      "workloads' own axes")
     out = {"name": definition["name"],
-           "description": " ".join((definition.get("description") or op_type).split()),
+           "description": " ".join((definition.get("description") or "").split()),
            "arch": "sm90", "language": "triton", "family": family, "axes": axes,
            "inputs": {n: _tensor(s, _dist(s, declarative)) for n, s in definition["inputs"].items()},
            "outputs": {n: _tensor(s, {}) for n, s in definition["outputs"].items()},
