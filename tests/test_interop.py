@@ -456,3 +456,30 @@ def test_gqa_trace_set_carries_its_safetensors_and_reimports(tmp_path):
         solution["sources"][-1]["content"]
     again = load_task(convert(files[0], tmp_path / "again", files[1]).root)
     assert task_fields(again) == task_fields(task)
+
+
+def test_a_native_task_exports_with_a_note_per_input_drawn_differently(tmp_path):
+    """tasks/rmsnorm with its outputs declared: its weight is normal(1, 0.1), which a
+    FlashInfer-Trace 'random' input cannot say."""
+    import shutil
+
+    from forgekernel.interop import flashinfer_export
+    from forgekernel.interop.best_kernel import Best
+
+    shutil.copytree(REPO / "tasks" / "rmsnorm", tmp_path / "task")
+    toml = tmp_path / "task" / "task.toml"
+    toml.write_text(toml.read_text().replace("[[workload]]", '[outputs.out]\ndtype = "bfloat16"\n'
+                                             'shape = ["M", "N"]\n\n[[workload]]', 1))
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "verdict.json").write_text("{}")
+    best = Best(task=load_task(tmp_path / "task"), task_dir=tmp_path / "task",
+                files={"kernel.py": "def run(x, weight):\n    return x\n"},
+                verdict={"status": "PASSED", "workloads": []}, agent="test")
+    files, notes = flashinfer_export.export(best, tmp_path / "out")
+    assert notes == ["input 'weight': written as type 'random', which FlashInfer-Bench draws "
+                     "differently from the task's dist (normal)"]
+    definition = json.loads(files[0].read_text())
+    assert definition["op_type"] == "rownorm" and definition["axes"] == {"M": {"type": "var", "description": "rows (tokens)"},
+                                                                          "N": {"type": "var", "description": "hidden size"}}
+    assert "def run(x: torch.Tensor, weight: torch.Tensor)" in definition["reference"]
+    assert len(files[1].read_text().splitlines()) == len(best.task.workloads)

@@ -116,6 +116,21 @@ def workload_rows(task: TaskSpec, task_dir: Path, definition: dict[str, Any]) ->
     return rows
 
 
+def _dist_notes(task: TaskSpec) -> list[str]:
+    """A note per input whose dist FlashInfer-Bench's ``random`` does not draw (normal(0, 1)
+    for floats; [-128, 128) or [-1024, 1024) for integers)."""
+    out = []
+    for name, spec in task.inputs.items():
+        d = spec.dist
+        ints = (-128.0, 128.0) if spec.dtype == "int8" else (-1024.0, 1024.0)
+        same = ((d.kind, d.mean, d.std) == ("normal", 0.0, 1.0) if spec.dtype.startswith(("float", "bfloat"))
+                else d.kind == "randint" and (d.low, d.high) == ints)
+        if not same:
+            out.append(f"input '{name}': written as type 'random', which FlashInfer-Bench draws "
+                       f"differently from the task's dist ({d.kind})")
+    return out
+
+
 def entry_source(definition: dict[str, Any], dps: bool, kernel_file: str = "kernel.py") -> str:
     """main.py: loads kernel.py beside it and calls its run in the style asked."""
     ins, outs = list(definition["inputs"]), list(definition["outputs"])
@@ -222,8 +237,10 @@ def export(best: Best, out: Path, *, dps: bool = True) -> tuple[list[Path], list
                 shutil.copyfile(src, out / blob / src.name)
                 desc["path"] = f"{blob}/{src.name}"
     solution = solution_of(best, definition, dps)
+    notes = _dist_notes(best.task) if not (best.task_dir / "workloads.json").is_file() else []
     stamp = datetime.fromtimestamp((best.task_dir.parent / "best" / "verdict.json").stat().st_mtime, UTC)
-    traces, notes = traces_of(best, definition, rows, solution["name"], stamp.isoformat(timespec="seconds"))
+    traces, left_out = traces_of(best, definition, rows, solution["name"], stamp.isoformat(timespec="seconds"))
+    notes += left_out
     _check("definition", definition, "Definition")
     _check("solution", solution, "Solution")
     workload_traces = [{"definition": name, "workload": r, "solution": None, "evaluation": None} for r in rows]
