@@ -229,12 +229,12 @@ def export(best: Best, out: Path, *, dps: bool = True) -> tuple[list[Path], list
     rows = workload_rows(best.task, best.task_dir, definition)
     op, name = definition["op_type"], definition["name"]
     blob = f"blob/workloads/{op}/{name}"
+    blobs: dict[Path, Path] = {}
     for row in rows:
         for desc in row["inputs"].values():
             if desc["type"] == "safetensors":
                 src = best.task_dir / desc["path"]
-                (out / blob).mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, out / blob / src.name)
+                blobs[src] = out / blob / src.name
                 desc["path"] = f"{blob}/{src.name}"
     solution = solution_of(best, definition, dps)
     notes = _dist_notes(best.task) if not (best.task_dir / "workloads.json").is_file() else []
@@ -252,7 +252,10 @@ def export(best: Best, out: Path, *, dps: bool = True) -> tuple[list[Path], list
         out / "solutions" / op / name / f"{solution['name']}.json": json.dumps(solution, indent=2) + "\n",
         out / "traces" / op / f"{name}.jsonl": "".join(json.dumps(t) + "\n" for t in traces),
     }
-    for path, text in files.items():
+    for path, text in files.items():  # written only once everything validated
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    for src, dst in blobs.items():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
     return list(files), notes
