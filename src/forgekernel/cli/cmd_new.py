@@ -74,8 +74,18 @@ def _print_plan(plan: dict) -> None:
     typer.echo("dry run: nothing was written")
 
 
-def task_dir_for(task: Path, scratch: Path) -> Path:
-    """A task dir for ``task``; a KernelBench .py file is converted into ``scratch``."""
+def task_dir_for(task: Path, scratch: Path, workloads: Path | None = None) -> Path:
+    """A task dir for ``task``; a KernelBench .py file or a FlashInfer-Trace Definition
+    (.json, with ``workloads``) is converted into ``scratch``."""
+    if workloads is not None and task.suffix != ".json":
+        raise fail("--workloads goes with a FlashInfer-Trace Definition (.json)")
+    if task.suffix == ".json":
+        from forgekernel.interop import flashinfer_import
+
+        imported = flashinfer_import.convert(task, scratch / task.stem, workloads)
+        for note in imported.notes:
+            typer.echo(f"forge: note: {note}", err=True)
+        return imported.root
     if task.suffix == ".py":
         if not task.is_file():
             raise fail(f"{task}: no such file")
@@ -87,7 +97,9 @@ def task_dir_for(task: Path, scratch: Path) -> Path:
 
 @app.command()
 def new(
-    task: Path = typer.Argument(..., help="Task dir (task.toml + reference.py) or a KernelBench .py file."),
+    task: Path = typer.Argument(..., help="Task dir (task.toml + reference.py), a KernelBench .py file "
+                                          "or a FlashInfer-Trace Definition .json."),
+    workloads: Path = typer.Option(None, "--workloads", help="With a Definition .json: its Workloads (JSONL)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; write nothing."),
     out: Path = typer.Option(None, "--out", help="Run dir to create (default .artifacts/<task>_<stamp>)."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: print the plan as JSON."),
@@ -110,7 +122,7 @@ def new(
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model,
                               "price": price})
     with tempfile.TemporaryDirectory(prefix="forge-new-") as scratch:
-        spec = load_task(task_dir_for(task, Path(scratch)))
+        spec = load_task(task_dir_for(task, Path(scratch), workloads))
         if dry_run:
             return _dry_run(spec, settings, as_json)
         preflight.check_new(settings, unsafe_no_sandbox=unsafe_no_sandbox)  # before any write
