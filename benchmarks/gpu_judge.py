@@ -114,6 +114,8 @@ def main() -> int:
                         "are not GPU-specific (the second half of --quick's coverage).")
     parser.add_argument("--only", default="", help="Comma-separated fixture names: only these "
                         "steps of the chosen plan.")
+    parser.add_argument("--shard", default="0/1", help="I/N: every N-th step of the plan from "
+                        "the I-th (several processes share the plan).")
     parser.add_argument("--verdict-timeout-s", type=float, default=120.0)
     args = parser.parse_args()
     start = time.monotonic()
@@ -138,7 +140,8 @@ def main() -> int:
         doc["overhead"] = {"error": f"{type(exc).__name__}: {exc}", "first_s": -1.0, "warm_median_s": -1.0}
     save()
     only = {n for n in args.only.split(",") if n}
-    for kind, path, opts in plan(args.quick, args.cheats):
+    index, count = (int(x) for x in args.shard.split("/"))
+    for kind, path, opts in plan(args.quick, args.cheats)[index::count]:
         if only and path.name not in only:
             continue
         if time.monotonic() - start > args.budget_s:
