@@ -27,11 +27,15 @@ REQUEST_S = {"load": 600.0, "model": 120.0}
 class CandidateProcess:
     """One executor holding one candidate (or a sealed performance reference)."""
 
-    def __init__(self, session: Any, kernel: Path, role: str = "candidate") -> None:
+    def __init__(self, session: Any, kernel: Path, role: str = "candidate",
+                 started: ExecutorClient | None = None) -> None:
         self.session, self.kernel, self.role = session, kernel, role
         spec = ExecutorSpec(candidate_dir=kernel.parent, device=session.device,
                             interpret=session.interpret, sandbox=not session.opts.unsafe_no_sandbox)
-        self.ex = ExecutorClient(spec)
+        if started is not None and started.spec != spec:  # started for another device
+            started.close()
+            started = None
+        self.ex = started or ExecutorClient(spec)
         self.calls = self.batch = 0
         self.owned: list[Any] = []
         """Device pools the executor may have mapped: freed only after it is gone."""

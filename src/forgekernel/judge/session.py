@@ -184,12 +184,13 @@ class Session:
         return specs, [cx.reference_error(r, o) for r, o in zip(refs, oracle, strict=True)]
 
     # ------------------------------------------------------------ candidate
-    def spawn(self, kernel: Path, perf_kernel: Path | None) -> None:
-        """Start the candidate's executor (sandboxed), and the performance reference's; they
-        import torch while the reference is calibrated here."""
+    def spawn(self, kernel: Path, perf_kernel: Path | None, started: Any = None) -> None:
+        """Start the candidate's executor (sandboxed; ``started``: one the worker already
+        started for it), and the performance reference's; they import torch while the
+        reference is calibrated here."""
         from forgekernel.judge.remote import CandidateProcess
 
-        self.cand = CandidateProcess(self, kernel)
+        self.cand = CandidateProcess(self, kernel, started=started)
         if perf_kernel is not None:
             self.perf = CandidateProcess(self, perf_kernel, role="performance reference")
 

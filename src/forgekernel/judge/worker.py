@@ -38,7 +38,22 @@ def _versions(torch: Any) -> dict[str, str]:
     return out
 
 
-def _prepare(env: Envelope, phases: dict[str, float]) -> Any:
+def _early_executor(env: Envelope) -> Any:
+    """The candidate's executor, started before this process imports torch so that both
+    imports overlap (None when it cannot start here: the session starts it and says why)."""
+    from forgekernel.judge.executor_client import ExecutorClient, ExecutorSpec
+
+    options = env.payload.get("options") or {}
+    cpu = env.delivery == "cpu"
+    spec = ExecutorSpec(candidate_dir=Path(env.payload["kernel"]).parent, device="cpu" if cpu else "cuda",
+                        interpret=cpu, sandbox=not options.get("unsafe_no_sandbox", False))
+    try:
+        return ExecutorClient(spec)
+    except Exception:  # no sandbox, no GPU: the same failure comes back, named, from the session
+        return None
+
+
+def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> Any:
     """Everything before the candidate's first call: the session, the executor started (it
     imports torch while the reference is calibrated here), calibration and clocks."""
     clock = _Phases(phases)
@@ -49,7 +64,7 @@ def _prepare(env: Envelope, phases: dict[str, float]) -> Any:
     session = Session(env.payload, env.delivery)
     perf_kernel = env.payload.get("perf_kernel")
     with clock("spawn_s"):
-        session.spawn(Path(env.payload["kernel"]), Path(perf_kernel) if perf_kernel else None)
+        session.spawn(Path(env.payload["kernel"]), Path(perf_kernel) if perf_kernel else None, started)
     with clock("calibrate_s"):
         session.calibrate()
     torch = session.torch
@@ -70,6 +85,7 @@ def _prepare(env: Envelope, phases: dict[str, float]) -> Any:
 def judge_in_process(env: Envelope) -> dict[str, Any]:
     """The whole judgement in this (fresh) process; returns the result dict."""
     start = time.perf_counter()
+    started = _early_executor(env)
     import torch
 
     base: dict[str, Any] = {"versions": _versions(torch), "device": ""}
@@ -77,10 +93,12 @@ def judge_in_process(env: Envelope) -> dict[str, Any]:
     start = time.perf_counter()
     session = None
     try:
-        session = _prepare(env, phases)
+        session = _prepare(env, phases, started)
     except Exception as exc:  # the task or the judge is broken: no verdict on the candidate
         if session is not None:
             session.close()
+        elif started is not None:
+            started.close()
         return {**base, "judge_error": f"{type(exc).__name__}: {exc}"}
     phases["prepare_s"] = round(time.perf_counter() - start, 3)
     session.phases = phases
