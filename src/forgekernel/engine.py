@@ -4,9 +4,9 @@ Each turn of the loop asks :func:`forgekernel.decisions.decide` (pure: state, li
 session flags, clock) what comes next and dispatches on the answer; the effects live in
 :class:`forgekernel.steps.Steps`.
 
-It depends only on protocols: the agents (``Coder``/``Architect``), a :class:`Judge`
-callable, a delivery ``Runner``, and optional :class:`Profiler` and :class:`Prescriber`
-callables. The CLI picks the concrete ones. All state lives in the run dir's ledger; see
+It depends only on the protocols of :mod:`forgekernel.protocols`: the agents
+(``Coder``/``Architect``), a ``Judge`` callable, a delivery ``Runner``, and optional
+``Profiler`` and ``Prescriber`` callables. The CLI picks the concrete ones. All state lives in the run dir's ledger; see
 :mod:`forgekernel.ledger` for the two-phase attempt protocol that makes a kill at any
 moment safe to resume.
 """
@@ -24,23 +24,14 @@ from typing import Any
 from forgekernel import rundir
 from forgekernel.config import Settings
 from forgekernel.decisions import Attempt, Confirm, JudgePending, Replan, Stop, decide
-from forgekernel.delivery import Runner
 from forgekernel.ledger import Ledger
+from forgekernel.protocols import Architect, Coder, Judge, Prescriber, Profiler, Progress, Runner
 from forgekernel.runstate import Limits, RunState, replay
-from forgekernel.seams import (
-    EngineError,
-    Judge,
-    Prescriber,
-    Profiler,
-    Progress,
-    ProgressEvent,
-    RunOutcome,
-    Seams,
-)
+from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
 from forgekernel.steps import Steps
 
 
-def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
+def run(run_dir: Path, coder: Coder, architect: Architect, judge: Judge, runner: Runner,
         settings: Settings | None = None, *, limits: dict[str, Any] | None = None,
         progress: Progress | None = None, profiler: Profiler | None = None,
         prescriber: Prescriber | None = None, hasher: Callable[[Path], str] | None = None,

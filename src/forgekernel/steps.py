@@ -36,9 +36,10 @@ from forgekernel.ledger import (
     StartedEvent,
     now,
 )
+from forgekernel.protocols import Progress
 from forgekernel.records import AgentCost, Attempt, DecisionRow, Milestone, Profile, Verdict
 from forgekernel.runstate import AGENT_ERROR, DUPLICATE, Limits, RowCount, RunState, replay
-from forgekernel.seams import EngineError, Progress, ProgressEvent, RunOutcome, Seams
+from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
 from forgekernel.workspace import Workspace
 
 
