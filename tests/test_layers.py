@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "forgekernel"
-RUN_RECORDS = {"ledger", "rundir", "runstate", "seal", "workspace", "steps", "engine", "report", "status"}
+RUN_RECORDS = {"ledger", "rundir", "runstate", "seal", "workspace", "steps", "engine", "report", "status",
+               "decisions"}
+LIBRARIES = {"judge", "agents", "delivery", "sandbox", "kb", "generate", "profile", "cli"}
 
 
 def _modules() -> dict[str, tuple[str, ...]]:
@@ -48,6 +50,8 @@ def _crossings(src: str, dst: set[str]) -> list[str]:
     ("delivery", {"judge", "agents", "cli"} | RUN_RECORDS),
     ("kb", {"judge", "agents", "cli"} | RUN_RECORDS),
     ("generate", {"judge", "agents", "cli"} | RUN_RECORDS),
+    ("protocols", LIBRARIES - {"agents", "delivery"} | RUN_RECORDS),  # shapes, not parts
+    ("decisions", LIBRARIES | RUN_RECORDS - {"runstate"}),  # pure: the state, never the run dir
 ])
 def test_layers_import_only_what_they_may(src, dst):
     assert _crossings(src, dst) == []
@@ -67,3 +71,14 @@ def test_nothing_outside_the_cli_prints():
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print":
                 found.append(f"{rel}:{node.lineno}")
     assert found == []
+
+
+def test_protocols_import_forgekernel_only_for_type_checking():
+    """Every layer may import forgekernel.protocols, so it imports no part of forgekernel
+    at run time (no cycle can start there)."""
+    tree = ast.parse((SRC / "protocols.py").read_text())
+    guarded = {id(n) for node in tree.body if isinstance(node, ast.If)
+               and getattr(node.test, "id", "") == "TYPE_CHECKING" for n in ast.walk(node)}
+    at_run_time = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                   and (n.module or "").startswith("forgekernel") and id(n) not in guarded]
+    assert at_run_time == []

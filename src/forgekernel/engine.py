@@ -1,8 +1,12 @@
 """The run engine: next row -> propose -> judge -> record -> accept/revert -> gate -> re-plan.
 
-It depends only on protocols: the agents (``Coder``/``Architect``), a :class:`Judge`
-callable, a delivery ``Runner``, and optional :class:`Profiler` and :class:`Prescriber`
-callables. The CLI picks the concrete ones. All state lives in the run dir's ledger; see
+Each turn of the loop asks :func:`forgekernel.decisions.decide` (pure: state, limits,
+session flags, clock) what comes next and dispatches on the answer; the effects live in
+:class:`forgekernel.steps.Steps`.
+
+It depends only on the protocols of :mod:`forgekernel.protocols`: the agents
+(``Coder``/``Architect``), a ``Judge`` callable, a delivery ``Runner``, and optional
+``Profiler`` and ``Prescriber`` callables. The CLI picks the concrete ones. All state lives in the run dir's ledger; see
 :mod:`forgekernel.ledger` for the two-phase attempt protocol that makes a kill at any
 moment safe to resume.
 """
@@ -13,29 +17,21 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forgekernel import curriculum as C
 from forgekernel import rundir
 from forgekernel.config import Settings
-from forgekernel.delivery import Runner
+from forgekernel.decisions import Attempt, Confirm, JudgePending, Replan, Stop, decide
 from forgekernel.ledger import Ledger
+from forgekernel.protocols import Architect, Coder, Judge, Prescriber, Profiler, Progress, Runner
 from forgekernel.runstate import Limits, RunState, replay
-from forgekernel.seams import (
-    EngineError,
-    Judge,
-    Prescriber,
-    Profiler,
-    Progress,
-    ProgressEvent,
-    RunOutcome,
-    Seams,
-)
+from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
 from forgekernel.steps import Steps
 
 
-def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
+def run(run_dir: Path, coder: Coder, architect: Architect, judge: Judge, runner: Runner,
         settings: Settings | None = None, *, limits: dict[str, Any] | None = None,
         progress: Progress | None = None, profiler: Profiler | None = None,
         prescriber: Prescriber | None = None, hasher: Callable[[Path], str] | None = None,
@@ -53,24 +49,20 @@ def run(run_dir: Path, coder: Any, architect: Any, judge: Judge, runner: Runner,
                   progress or (lambda ev: None))
         s.resume(settings)
         while True:
-            if s.state.pending is not None:
-                s.judge_waiting()
-                s.check_gate()
-                continue
-            if (stop := s.stop_reason()) is not None:
-                break
-            if (why := s.replan_reason()) is not None:
-                if not s.plan(why):
-                    stop = s.nothing_left or "the architect has nothing new to try"
-                    break
-                continue
-            target = C.next_row(s.state.curriculum)
-            if target is None:
-                stop = "nothing left to try: every row is closed and no re-plan is left"
-                break
-            s.attempt(*target)
-            s.check_gate()
-        return s.finish(stop)
+            match decide(s.state, s.limits, s.flags, datetime.now(UTC)):
+                case JudgePending():
+                    s.judge_waiting()
+                    s.check_gate()
+                case Confirm(best):
+                    s.confirm(best)
+                case Replan(why):
+                    if not s.plan(why):  # s.flags says why; the next decision stops
+                        s.flags.nothing_left = s.flags.nothing_left or "the architect has nothing new to try"
+                case Attempt(milestone, row):
+                    s.attempt(milestone, row)
+                    s.check_gate()
+                case Stop(reason):
+                    return s.finish(reason)
 
 
 @contextlib.contextmanager

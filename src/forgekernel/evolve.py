@@ -48,9 +48,10 @@ from forgekernel.evolve_chain import (
     locked,
     open_chain,
 )
+from forgekernel.protocols import Progress
 from forgekernel.records import Verdict
 from forgekernel.runstate import RunState
-from forgekernel.seams import Progress, ProgressEvent
+from forgekernel.seams import ProgressEvent
 
 __all__ = ["CPU_ITERATIONS", "NOISE_RULES", "Chain", "ChainOptions", "ChainOutcome", "Decision",
            "EvolveError", "Parts", "create", "decide", "evolve", "is_chain", "open_chain"]

@@ -1,38 +1,21 @@
-"""The seams of the run engine: protocols, the bundle of concrete parts, progress and outcome.
+"""What the run engine is handed and what it hands back: the bundle of concrete parts
+(:class:`Seams`), its progress events, its outcome and its error.
 
-The engine depends only on what is here; the CLI picks the concrete judge, runner,
-agents, profiler and knowledge base and hands them over in :class:`Seams`.
+The shapes of the parts are the protocols of :mod:`forgekernel.protocols`; the CLI picks
+the concrete judge, runner, agents, profiler and knowledge base and hands them over in
+:class:`Seams`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from forgekernel import rundir
-from forgekernel.delivery import Runner
 from forgekernel.errors import ForgeError
-from forgekernel.records import Profile, TaskSpec, Verdict
-
-
-class Judge(Protocol):
-    """Judges the candidate in ``candidate_dir`` in a fresh process; always returns a Verdict."""
-
-    def __call__(self, task: TaskSpec, candidate_dir: Path, runner: Runner) -> Verdict: ...
-
-
-class Profiler(Protocol):
-    """Profiles the reference (``kernel_dir`` None) or a candidate: one Profile per workload."""
-
-    def __call__(self, task: TaskSpec, runner: Runner, kernel_dir: Path | None) -> list[Profile]: ...
-
-
-class Prescriber(Protocol):
-    """Knowledge-base prescriptions (short texts) the agents should see for a task."""
-
-    def __call__(self, task: TaskSpec, profiles: Sequence[Profile], role: str) -> Sequence[str]: ...
+from forgekernel.protocols import Architect, Coder, Judge, Prescriber, Profiler, Runner
 
 
 class EngineError(ForgeError, RuntimeError):
@@ -47,9 +30,6 @@ class ProgressEvent:
     kind: str
     message: str
     data: dict[str, Any] = field(default_factory=dict)
-
-
-Progress = Callable[[ProgressEvent], None]
 
 
 @dataclass(frozen=True)
@@ -73,8 +53,8 @@ class RunOutcome:
 class Seams:
     """The concrete parts one run uses (picked by the CLI)."""
 
-    coder: Any
-    architect: Any
+    coder: Coder
+    architect: Architect
     judge: Judge
     runner: Runner
     profiler: Profiler | None = None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from forgekernel.agents.base import (
     NothingToTry,
 )
 from forgekernel.config import Settings
+from forgekernel.decisions import Flags
 from forgekernel.errors import ForgeError
 from forgekernel.ledger import (
     ConfirmEvent,
@@ -36,9 +36,10 @@ from forgekernel.ledger import (
     StartedEvent,
     now,
 )
+from forgekernel.protocols import Progress
 from forgekernel.records import AgentCost, Attempt, DecisionRow, Milestone, Profile, Verdict
 from forgekernel.runstate import AGENT_ERROR, DUPLICATE, Limits, RowCount, RunState, replay
-from forgekernel.seams import EngineError, Progress, ProgressEvent, RunOutcome, Seams
+from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
 from forgekernel.workspace import Workspace
 
 
@@ -52,8 +53,7 @@ class Steps:
         self.ws = Workspace(rd.workspace, rd.git_dir)
         self.state = RunState(max_retries=limits.max_retries)
         self.reference_source = (rd.task_dir / "reference.py").read_text()
-        self.gate: C.GateResult | None = None
-        self.nothing_left = ""
+        self.flags = Flags()
         self.unrecorded_cost: AgentCost | None = None
         self._prescriptions: dict[str, tuple[str, ...]] = {}
 
@@ -98,56 +98,15 @@ class Steps:
                 self.emit("note", note)
         self.check_gate()
 
-    # -- stopping and re-planning
-    def stop_reason(self) -> str | None:
-        lim, st, best = self.limits, self.state, self.state.best
-        if best is not None and best.verdict and (best.verdict.speedup or 0) >= lim.target:
-            confirm = self._confirm(best)  # a lucky timing must not end the search
-            if confirm.met:
-                return f"target reached: {confirm.verdict.speedup:.3g}x >= {lim.target:g}x, confirmed"
-        if st.iterations >= lim.iterations:
-            return f"iteration budget spent ({st.iterations} of {lim.iterations})"
-        if st.minutes(datetime.now(UTC)) >= lim.minutes:
-            return f"time budget spent ({st.minutes(datetime.now(UTC)):.1f} of {lim.minutes:g} minutes)"
-        if st.dollars() > 0 and st.dollars() >= lim.dollars:
-            return f"dollar budget spent (${st.dollars():.2f} of ${lim.dollars:.2f})"
-        if st.trailing_agent_errors() >= 2 * lim.max_retries:
-            last = st.attempts[st.last_seq].error if st.last_seq in st.attempts else ""
-            return f"the agent failed {st.trailing_agent_errors()} times in a row ({last})"
-        return None
-
-    def replan_reason(self) -> str | None:
-        cur, st = self.state.curriculum, self.state
-        if cur is None:
-            return "initial plan"
-        m = C.current_milestone(cur)
-        since_plan = sum(1 for q in st.attempts if q > st.plans[-1].after_seq)
-        if m is None:
-            why = "every milestone passed but the target is not reached"
-        elif C.next_row(cur) is None:
-            why = f"the rows of {m.id} are exhausted without passing its gate"
-        elif self.gate is not None and self.gate.unknown and st.best is not None and since_plan:
-            lines = "; ".join(f"'{r.line}' ({r.detail})" for r in self.gate.unknown)
-            why = f"gate impasse at {m.id}: {lines} cannot be measured here"
-        elif st.since_progress() >= self.limits.stall_after:
-            why = f"stall: no new best in {st.since_progress()} attempts"
-        else:
-            return None
-        if st.replans >= self.limits.max_replans:
-            if C.next_row(cur) is None:
-                self.nothing_left = f"nothing left to try ({why}; re-plan limit {self.limits.max_replans} reached)"
-                return why
-            return None
-        return why
-
+    # -- planning
     def plan(self, reason: str) -> bool:
         """Ask the architect for a (new) plan; False when there is none to follow."""
         st, arch = self.state, self.seams.architect
         end = st.ends[-1] if st.ends else None
         if (end and end.after_seq == st.last_seq and end.reason.startswith("nothing left")
                 and (not st.plans or st.plans[-1].time < end.time)):
-            self.nothing_left = end.reason  # asked already when the run ended; do not pay again
-        if self.nothing_left:
+            self.flags.nothing_left = end.reason  # asked already when the run ended; do not pay again
+        if self.flags.nothing_left:
             return False
         initial = st.curriculum is None
         self.emit("plan", f"architect ({arch.name}): {reason}")
@@ -161,16 +120,16 @@ class Steps:
         except (AgentError, C.CurriculumError) as exc:
             if initial:
                 raise EngineError(f"the architect ({arch.name}) could not make a plan: {exc}") from None
-            self.nothing_left = f"the architect ({arch.name}) failed: {exc}"
+            self.flags.nothing_left = f"the architect ({arch.name}) failed: {exc}"
             return False
         if new is None or C.open_rows(new) == 0:
-            self.nothing_left = f"nothing left to try: the architect has no new open row ({reason})"
+            self.flags.nothing_left = f"nothing left to try: the architect has no new open row ({reason})"
             self.unrecorded_cost = res.cost
             return False
         self.record(PlanEvent(version=new.version, reason=new.reason, after_seq=st.last_seq,
                               curriculum=C.to_dict(new), agent=res.cost, notes=res.notes))
         rundir.atomic_write(self.rd.curriculum_version(new.version), C.dumps(new))
-        self.gate = None
+        self.flags.gate = None
         self.check_gate()
         return True
 
@@ -320,13 +279,13 @@ class Steps:
             if m is None:
                 break
             verdict = best.verdict if best else None
-            self.gate = C.evaluate_gate(m, verdict, self._gate_profiles(m))
-            if best is None or not self.gate.passed:
+            self.flags.gate = C.evaluate_gate(m, verdict, self._gate_profiles(m))
+            if best is None or not self.flags.gate.passed:
                 break
             if m.id in self.state.reopened and best.seq <= self.state.plans[-1].after_seq:
                 break  # a reopened milestone is passed by new work, not by the old best
             self.record(GateEvent(milestone=m.id, candidate=best.candidate, after_seq=self.state.last_seq,
-                                  lines=tuple(dataclasses.asdict(r) for r in self.gate.lines)))
+                                  lines=tuple(dataclasses.asdict(r) for r in self.flags.gate.lines)))
             self.emit("gate", f"gate {m.id} passed" + (" (frozen)" if m.kind == "architecture" else ""))
         if self.state.curriculum is not None:
             rundir.atomic_write(self.rd.curriculum, C.dumps(self.state.curriculum))
@@ -360,7 +319,7 @@ class Steps:
         self.emit("stop", stop)
         best, met, speedup = self.state.best, False, None
         if best is not None:
-            confirm = self._confirm(best)
+            confirm = self.confirm(best)
             met, speedup = confirm.met, confirm.verdict.speedup
             if confirm.verdict.passed:
                 rundir.install_best(self.rd, best.candidate, confirm.verdict)
@@ -370,7 +329,8 @@ class Steps:
         return RunOutcome(self.rd.root, stop, self.limits.target, met,
                           best.candidate if best else None, speedup, self.state.iterations)
 
-    def _confirm(self, best: Attempt) -> ConfirmEvent:
+    def confirm(self, best: Attempt) -> ConfirmEvent:
+        """The best re-judged against the reference once (:class:`~forgekernel.decisions.Confirm`)."""
         done = [c for c in self.state.confirms if c.candidate == best.candidate]
         if done:  # one confirmation per best: a refuted one is not re-timed until it is replaced
             return done[-1]
@@ -402,5 +362,5 @@ class Steps:
 
     def _architect_extra(self) -> dict[str, Any]:
         runner = self.seams.runner
-        return views.architect_extra(self.rd, self.state, self.gate, runner.name,
+        return views.architect_extra(self.rd, self.state, self.flags.gate, runner.name,
                                      getattr(runner, "timing_label", "device"), budget=self.limits)

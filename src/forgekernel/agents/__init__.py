@@ -6,13 +6,12 @@ import importlib
 
 from forgekernel.agents.base import (
     AgentError,
-    Architect,
     ArchitectContext,
     ArchitectResult,
-    Coder,
     CoderContext,
     CoderResult,
 )
+from forgekernel.protocols import Architect, Coder
 
 BACKENDS: dict[str, str] = {
     "builtin": "forgekernel.agents.builtin",

@@ -1,4 +1,7 @@
-"""The seams between the engine and its agents: the Coder and Architect protocols.
+"""What the engine and its agents exchange: contexts, results and the agents' errors.
+
+The :class:`~forgekernel.protocols.Coder` and :class:`~forgekernel.protocols.Architect`
+protocols live in :mod:`forgekernel.protocols`.
 
 A Coder implements one decision row by editing ``workspace/kernel.py`` (and files next to
 it). An Architect writes or revises the curriculum. Both receive everything they may see
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from forgekernel.errors import ForgeError
 from forgekernel.records import AgentCost, Curriculum, DecisionRow, Milestone, Profile, TaskSpec
@@ -97,17 +100,3 @@ class ArchitectResult:
     curriculum: Curriculum
     cost: AgentCost
     notes: str = ""
-
-
-@runtime_checkable
-class Coder(Protocol):
-    name: str
-
-    def implement(self, ctx: CoderContext) -> CoderResult: ...
-
-
-@runtime_checkable
-class Architect(Protocol):
-    name: str
-
-    def plan(self, ctx: ArchitectContext) -> ArchitectResult: ...

@@ -4,6 +4,7 @@
 labelled ``cpu-interpret``). ``local``: a fresh local process on this machine's GPU.
 """
 
-from forgekernel.delivery.base import Job, JobResult, Runner, make_runner
+from forgekernel.delivery.base import Job, JobResult, make_runner
+from forgekernel.protocols import Runner
 
 __all__ = ["Job", "JobResult", "Runner", "make_runner"]

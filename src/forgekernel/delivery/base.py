@@ -1,4 +1,7 @@
-"""The Runner protocol: run one job in a fresh process and bring back its result.
+"""Jobs and their results, and the runner for a delivery name (:func:`make_runner`).
+
+A :class:`~forgekernel.protocols.Runner` runs one job in a fresh process and brings back
+its result.
 
 A job names a worker module (run as ``python -m <module>``) and a JSON payload. The worker
 reads the payload with :func:`forgekernel.delivery.channel.receive` and answers once with
@@ -9,9 +12,11 @@ a second message it writes, can never pass for the worker's result.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from forgekernel.protocols import Runner
 
 
 class Job(BaseModel):
@@ -75,18 +80,6 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return "unknown"
-
-
-@runtime_checkable
-class Runner(Protocol):
-    """Runs jobs somewhere; ``name`` is the delivery name (``cpu``, ``local``, ...)."""
-
-    name: str
-    timing_label: str
-
-    def run(self, job: Job) -> JobResult: ...
-
-    def describe(self) -> dict[str, Any]: ...
 
 
 def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> Runner:

@@ -17,10 +17,11 @@ from typing import Any
 
 from forgekernel import __version__
 from forgekernel import candidate as cand
-from forgekernel.delivery.base import Job, JobResult, Runner
+from forgekernel.delivery.base import Job, JobResult
 from forgekernel.errors import ForgeError
 from forgekernel.judge import feedback, policy
 from forgekernel.judge.options import JudgeOptions
+from forgekernel.protocols import Runner
 from forgekernel.records import Status, TaskSpec, Verdict, WorkloadResult
 
 WORKER = "forgekernel.judge.worker"

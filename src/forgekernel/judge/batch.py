@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from forgekernel.delivery.base import Job, JobResult, Runner
+from forgekernel.delivery.base import Job, JobResult
+from forgekernel.protocols import BatchRunner, Runner
 from forgekernel.records import TaskSpec, Verdict
 
 JudgeFn = Callable[[TaskSpec, Path, Any], Verdict]
@@ -96,7 +97,7 @@ def judge_each(judge: JudgeFn, task: TaskSpec, candidates: Sequence[Path], runne
     """``judge`` on every candidate, concurrently through ``runner.run_many`` when the runner
     has it (else one after the other); verdicts in the order of ``candidates``."""
     cands = list(candidates)
-    if len(cands) < 2 or not callable(getattr(runner, "run_many", None)):
+    if len(cands) < 2 or not isinstance(runner, BatchRunner):
         return [judge(task, c, runner) for c in cands]
     connect = getattr(runner, "connect", None)
     if callable(connect):  # join or start a cluster from the caller's thread: a local Ray
