@@ -40,12 +40,12 @@ def _valid(task: TaskSpec, name: str, value: int) -> bool:
 
 def _lifted(task: TaskSpec, wl: Workload) -> Workload:
     axes = {k: (2 if v == 1 and _valid(task, k, 2) else v) for k, v in wl.axes.items()}
-    return Workload(axes=axes, smoke=True)
+    return Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True)
 
 
 def _doubled(task: TaskSpec, wl: Workload) -> Workload:
     axes = {k: (2 * v if _valid(task, k, 2 * v) else v) for k, v in wl.axes.items()}
-    return _lifted(task, Workload(axes=axes, smoke=True))
+    return _lifted(task, Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True))
 
 
 def _shapes(task: TaskSpec, wl: Workload) -> list[tuple[int, ...]]:

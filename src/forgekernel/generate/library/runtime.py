@@ -49,9 +49,13 @@ def _rt_clamp_pow2(n, cap):
     return max(1, min(_rt_pow2(n), _rt_pow2(cap)))
 
 
-def _rt_reduction_blocks(hint, x, r):
-    """(XBLOCK, R0_BLOCK, warps) for a looped reduction of x rows of length r."""
-    if hint == "OUTER":
+def _rt_reduction_blocks(hint, x, r, persistent=False):
+    """(XBLOCK, R0_BLOCK, warps) for a reduction of x rows of length r: looped (the R block
+    a knob), or persistent (one R block covers the whole row)."""
+    if persistent:
+        rb = _rt_pow2(r)
+        xb = _rt_clamp_pow2(x, max(1, RT_RED_TILE // rb))
+    elif hint == "OUTER":
         xb, rb = _rt_clamp_pow2(x, RT_RED_OUTER_XBLOCK), _rt_clamp_pow2(r, RT_RED_OUTER_RBLOCK)
     elif hint == "OUTER_TINY":
         xb, rb = _rt_clamp_pow2(x, RT_RED_OUTER_XBLOCK), _rt_clamp_pow2(r, 64)
@@ -60,6 +64,34 @@ def _rt_reduction_blocks(hint, x, r):
         xb = _rt_clamp_pow2(x, max(1, RT_RED_TILE // rb))
     warps = max(1, min(RT_RED_WARPS, (xb * rb) // 256))
     return xb, rb, _rt_pow2(warps)
+
+
+def _rt_grid_y(y, yb):
+    """YBLOCK raised until the y grid fits the launch limit."""
+    while triton.cdiv(y, yb) > _RT_GRID_Y_MAX:
+        yb *= 2
+    return yb
+
+
+def _rt_reduction_meta(consts, sizes, hint, persistent, rnumel):
+    """Block sizes and warps of a reduction kernel: rows along x (and y for a 2-D tiled
+    reduction, YBLOCK), the reduced axis along R0_BLOCK (its length ``rnumel`` when the
+    kernel has it as a constant rather than an argument)."""
+    x, y = sizes.get("xnumel", 1), sizes.get("ynumel", 1)
+    r = sizes.get("r0_numel", rnumel or 1)
+    xb, rb, warps = _rt_reduction_blocks(hint, x, r, persistent)
+    meta = {}
+    if "R0_BLOCK" in consts:
+        meta["R0_BLOCK"] = rb
+    if "XBLOCK" in consts:
+        meta["XBLOCK"] = xb
+    if "YBLOCK" in consts:  # what the x block leaves of the tile goes to y
+        yb = _rt_grid_y(y, _rt_clamp_pow2(y, max(1, RT_RED_TILE // (xb * rb))))
+        meta["YBLOCK"] = yb
+        warps = _rt_pow2(max(1, min(RT_RED_WARPS, (xb * yb * rb) // 256)))
+    if "ZBLOCK" in consts:
+        meta["ZBLOCK"] = 1
+    return meta, warps
 
 
 def _rt_pointwise_blocks(consts, sizes):
@@ -71,10 +103,7 @@ def _rt_pointwise_blocks(consts, sizes):
         return meta, RT_PW_WARPS
     meta["XBLOCK"] = _rt_clamp_pow2(x, RT_TILE_X)
     y = sizes.get("ynumel", 1)
-    yb = _rt_clamp_pow2(y, RT_TILE_Y)
-    while triton.cdiv(y, yb) > _RT_GRID_Y_MAX:
-        yb *= 2
-    meta["YBLOCK"] = yb
+    meta["YBLOCK"] = _rt_grid_y(y, _rt_clamp_pow2(y, RT_TILE_Y))
     if "ZBLOCK" in consts:
         meta["ZBLOCK"] = 1
     return meta, RT_TILE_WARPS
@@ -220,19 +249,16 @@ def _th_select_one(x, mask, dim, keep_dims=False):
 class _RtLaunch:
     """One Inductor kernel: computes its launch from the call's sizes, then launches it."""
 
-    def __init__(self, fn, kind, signature, hint):
-        self.fn, self.kind, self.hint = fn, kind, hint
+    def __init__(self, fn, kind, signature, hint, rnumel=None):
+        self.fn, self.kind, self.hint, self.rnumel = fn, kind, hint, rnumel
         self.params = [k for k, v in signature.items() if v != "constexpr"]
         self.consts = [k for k, v in signature.items() if v == "constexpr"]
 
     def run(self, *args, stream=None):
         sizes = dict(zip(self.params, args, strict=False))
-        if "R0_BLOCK" in self.consts:
-            xb, rb, warps = _rt_reduction_blocks(self.hint, sizes.get("xnumel", 1),
-                                                 sizes.get("r0_numel", 1))
-            meta = {"R0_BLOCK": rb}
-            if "XBLOCK" in self.consts:
-                meta["XBLOCK"] = xb
+        if self.kind in ("reduction", "persistent_reduction"):
+            meta, warps = _rt_reduction_meta(self.consts, sizes, self.hint,
+                                             self.kind == "persistent_reduction", self.rnumel)
         else:
             meta, warps = _rt_pointwise_blocks(self.consts, sizes)
         grid = (triton.cdiv(sizes.get("xnumel", 1), meta.get("XBLOCK", 1)),
