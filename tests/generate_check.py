@@ -78,6 +78,22 @@ def _error(got, want) -> float:
     return worst
 
 
+SLOW_REDUCES = [0]
+"""Reductions the interpreter computed element by element in Python (a combine function it
+has no NumPy path for): what makes an interpreted candidate minutes slow."""
+
+
+def _count_slow_reduces() -> None:
+    from triton.runtime import interpreter
+
+    slow = interpreter.ReduceOps.generic_reduce
+
+    def counted(self, input):
+        SLOW_REDUCES[0] += 1
+        return slow(self, input)
+    interpreter.ReduceOps.generic_reduce = counted
+
+
 def check(name: str, out: Path) -> None:
     fn, params, make, shapes = CASES[name]
     torch.manual_seed(0)
@@ -91,12 +107,16 @@ def check(name: str, out: Path) -> None:
     spec.loader.exec_module(module)
     for shape in shapes:
         args = list(make(*shape))
+        SLOW_REDUCES[0] = 0
+        got = module.run(*args)
         row = {"case": name, "shape": list(shape), "kernels": len(asm.kernels),
-               "library": list(asm.library), "err": _error(module.run(*args), fn(*args))}
+               "library": list(asm.library), "err": _error(got, fn(*args)),
+               "slow_reduces": SLOW_REDUCES[0]}
         print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
+    _count_slow_reduces()
     with tempfile.TemporaryDirectory() as tmp:
         for case in sys.argv[1:]:
             check(case, Path(tmp))

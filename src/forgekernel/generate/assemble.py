@@ -232,7 +232,10 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
                     fallbacks=wrapper.fallbacks)
 
 
-INTERPRET_BLOCKS = {"gemm": {"GEMM_BLOCK_M": 256, "GEMM_BLOCK_N": 128, "GEMM_BLOCK_K": 128},
+INTERPRET_BLOCKS = {"runtime": {"RT_PW_BLOCK": 16384, "RT_TILE_X": 256, "RT_TILE_Y": 64,
+                                "RT_RED_RBLOCK": 8192, "RT_RED_TILE": 65536,
+                                "RT_RED_OUTER_XBLOCK": 1024, "RT_RED_OUTER_RBLOCK": 64},
+                    "gemm": {"GEMM_BLOCK_M": 256, "GEMM_BLOCK_N": 128, "GEMM_BLOCK_K": 128},
                     "conv": {"CONV_BLOCK_M": 1024, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 128}}
 """Library tile sizes under the CPU interpreter, which pays per program and per loop step
 (the knob block keeps the GPU's)."""

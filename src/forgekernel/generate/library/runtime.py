@@ -394,7 +394,65 @@ def _rt_interpret_libdevice():
     return types.SimpleNamespace(**funcs)
 
 
+def _rt_reduced(data, like):
+    """A reduction's NumPy result as a Triton value of ``like``'s element type."""
+    import numpy as np
+    from triton.runtime.interpreter import TensorHandle
+
+    scalar = like.dtype.scalar if hasattr(like.dtype, "scalar") else like.dtype
+    data = np.asarray(data)
+    if data.shape:
+        return _rt_wrap(data.astype(_rt_np(like).dtype), like, scalar)
+    return tl.core.tensor(TensorHandle(data.reshape(1).astype(_rt_np(like).dtype), scalar), scalar)
+
+
+def _rt_axis(dim):
+    return int(getattr(dim, "value", dim))
+
+
+def _rt_interpret_reductions():
+    """Inductor's reduction helpers computed with NumPy over the whole block: the
+    interpreter's ``tl.reduce`` with a combine function steps element by element in Python,
+    which makes a max, min or Welford reduction minutes slow at smoke sizes. Same results:
+    NaN wins a max or min, the lowest index wins a tie."""
+    import numpy as np
+
+    def extreme(pick):
+        def reduce(a, dim):
+            with np.errstate(all="ignore"):
+                return _rt_reduced(pick(_rt_np(a), axis=_rt_axis(dim)), a)
+        return reduce
+
+    def with_index(pick):
+        def reduce(value, index, dim):
+            v, i, ax = _rt_np(value), _rt_np(index), _rt_axis(dim)
+            with np.errstate(all="ignore"):
+                best = pick(v, axis=ax, keepdims=True)
+                ties = v == best
+                if v.dtype.kind == "f":
+                    ties |= np.isnan(v) & np.isnan(best)
+            top = np.iinfo(i.dtype).max if i.dtype.kind in "iu" else np.inf
+            return (_rt_reduced(np.squeeze(best, ax), value),
+                    _rt_reduced(np.where(ties, i, top).min(axis=ax), index))
+        return reduce
+
+    def welford(mean, m2, weight, dim):
+        mu, q, w = (_rt_np(t).astype(np.float64) for t in (mean, m2, weight))
+        ax = _rt_axis(dim)
+        with np.errstate(all="ignore"):
+            total = w.sum(axis=ax)
+            avg = np.where(total == 0, 0.0, (w * mu).sum(axis=ax) / np.where(total == 0, 1, total))
+            spread = q.sum(axis=ax) + (w * (mu - np.expand_dims(avg, ax)) ** 2).sum(axis=ax)
+        return _rt_reduced(avg, mean), _rt_reduced(spread, m2), _rt_reduced(total, weight)
+
+    return {"_th_max2": extreme(np.max), "_th_min2": extreme(np.min),
+            "_th_any": extreme(np.any), "_th_prod": extreme(np.prod),
+            "_th_max_with_index": with_index(np.max), "_th_min_with_index": with_index(np.min),
+            "_th_welford": welford}
+
+
 if RT_INTERPRET:
     libdevice = _rt_interpret_libdevice()
+    globals().update(_rt_interpret_reductions())
 else:
     from triton.language.extra import libdevice  # noqa: F401
