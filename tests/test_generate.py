@@ -191,3 +191,54 @@ def test_generated_depthwise_conv_serves_every_channel_count(tmp_path):
     assert verdict.passed, verdict.feedback
     channels = {w.axes["in_channels"] for w in verdict.workloads if not w.hidden}
     assert len(channels) > 1 or any(w.hidden for w in verdict.workloads)
+
+
+GROUPNORM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, hidden_size, num_groups):
+        super().__init__()
+        self.fc = nn.Linear(in_features, hidden_size)
+        self.gn = nn.GroupNorm(num_groups, hidden_size)
+
+    def forward(self, x):
+        return self.gn(self.fc(x)).relu()
+
+
+batch_size = 8
+in_features = 16
+hidden_size = 48
+num_groups = 12
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, hidden_size, num_groups]
+'''
+
+
+def test_generated_group_norm_serves_every_group_count(tmp_path):
+    """num_groups follows the channels (a workload with other channels has other groups):
+    the lowering keeps it symbolic, where GroupNorm's ATen op would fix it at the example's
+    count, so the candidate is correct at every visible and hidden workload."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "gn.py").write_text(GROUPNORM)
+    task = load_task(convert(tmp_path / "gn.py", tmp_path / "task"))
+    assert task.axes["num_groups"].follows == "hidden_size"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback
+    groups = {w.axes["num_groups"] for w in task.workloads}
+    assert len(groups) > 1, "the visible workloads have more than one group count"

@@ -407,7 +407,7 @@ def _rt_reduced(data, like):
 
 
 def _rt_axis(dim):
-    return int(getattr(dim, "value", dim))
+    return int(dim.value if isinstance(dim, tl.constexpr) else dim)
 
 
 def _rt_interpret_reductions():
@@ -445,14 +445,13 @@ def _rt_interpret_reductions():
             spread = q.sum(axis=ax) + (w * (mu - np.expand_dims(avg, ax)) ** 2).sum(axis=ax)
         return _rt_reduced(avg, mean), _rt_reduced(spread, m2), _rt_reduced(total, weight)
 
-    return {"_th_max2": extreme(np.max), "_th_min2": extreme(np.min),
-            "_th_any": extreme(np.any), "_th_prod": extreme(np.prod),
-            "_th_max_with_index": with_index(np.max), "_th_min_with_index": with_index(np.min),
-            "_th_welford": welford}
+    return (extreme(np.max), extreme(np.min), extreme(np.any), extreme(np.prod),
+            with_index(np.max), with_index(np.min), welford)
 
 
 if RT_INTERPRET:
     libdevice = _rt_interpret_libdevice()
-    globals().update(_rt_interpret_reductions())
+    (_th_max2, _th_min2, _th_any, _th_prod, _th_max_with_index, _th_min_with_index,
+     _th_welford) = _rt_interpret_reductions()
 else:
     from triton.language.extra import libdevice  # noqa: F401
