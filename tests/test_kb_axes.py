@@ -165,3 +165,21 @@ def test_a_constant_that_divides_a_shrunk_size_shrinks_with_it(tmp_path):
         assert wl.axes["hidden_size"] == 16 * wl.axes["num_groups"], wl.axes
         outs = instance.build(task, module, wl, meta=True).reference()
         assert outs[0].shape[1] == wl.axes["hidden_size"]
+
+
+def test_a_divisor_that_shapes_the_output_stays_pinned(tmp_path):
+    """pixel_shuffle's upscale factor divides the channels too (36 = 9 x 2 x 2, and 54 at 3
+    would be valid), but changing it changes the output's shape: it is no group count and
+    stays pinned."""
+    src = write(tmp_path, "ps.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, upscale):\n"
+        "        super().__init__()\n"
+        "        self.upscale = upscale\n\n"
+        "    def forward(self, x):\n"
+        "        return torch.nn.functional.pixel_shuffle(x, self.upscale)\n\n\n"
+        "batch_size = 4\nchannels = 36\nheight = 8\nwidth = 8\nupscale = 2\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, channels, height, width)]\n\n\n"
+        "def get_init_inputs():\n    return [upscale]\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert pinned(task).get("upscale") == 2 and task.axes["upscale"].follows is None

@@ -148,11 +148,13 @@ def find_multiple(look: Look, axis: Axis) -> int:
     return 1
 
 
-def couple(look: Look, axes: list[Axis]) -> None:
+def couple(look: Look, base: Probe, axes: list[Axis]) -> None:
     """Semantic constants that divide exactly one size axis (its ``multiple_of`` is a multiple
     of theirs: num_groups and the channels) follow that axis at the problem's ratio, checked
     on meta at one step past both; the size axis then steps by the ratio. Scaled down
-    otherwise, the size axis would end at one channel per group."""
+    otherwise, the size axis would end at one channel per group. A constant whose change
+    alone changes an input or output shape (an upscale factor, a kernel size) is no such
+    divisor and stays pinned."""
     sizes = [a for a in axes if a.size]
     for s in axes:
         v = s.const.value
@@ -163,9 +165,18 @@ def couple(look: Look, axes: list[Axis]) -> None:
             continue
         lead = governed[0]
         ratio = lead.const.value // v
-        if look({**lead.at(ratio * (v + 1)), **s.at(v + 1)}).ok:
+        q = look({**lead.at(ratio * (v + 1)), **s.at(v + 1)})
+        if q.ok and _only_follows(base, q, lead.const.value, ratio * (v + 1)):
             s.follows, lead.multiple_of = lead, ratio
             s.why = f"it divides {lead.const.axis}, {lead.const.value} / {v} = {ratio}"
+
+
+def _only_follows(base: Probe, other: Probe, v: int, alt: int) -> bool:
+    """Every input and output dimension of ``other`` is as in ``base``, or ``alt`` where it
+    was ``v``: nothing but the lead axis moved the shapes."""
+    return all(len(a) == len(b) and all(x == y or (x == v and y == alt)
+                                        for x, y in zip(a, b, strict=True))
+               for a, b in _pairs(base, other, params=False))
 
 
 def with_followers(axes: list[Axis], values: dict[str, int]) -> dict[str, int]:
@@ -191,7 +202,7 @@ def analyse(look: Look, base: Probe, consts: list[Constant]) -> list[Axis]:
         if axis.size:
             axis.multiple_of = find_multiple(look, axis)
         axes.append(axis)
-    couple(look, axes)
+    couple(look, base, axes)
     return axes
 
 
