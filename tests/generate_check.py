@@ -49,7 +49,18 @@ CASES = {
                     [(4, 8), (1, 2), (17, 30)]),
     "conv_relu": (lambda x, w: torch.relu(F.conv2d(x, w, padding=1)), ("x", "w"),
                   lambda m, n: (_rand(2, m, n, n), _rand(4, m, 3, 3)), [(3, 6), (2, 3), (5, 11)]),
+    # a reduction tiled over two row dimensions (YBLOCK, XBLOCK and R0_BLOCK)
+    "tiled_sum": (lambda x: (x.permute(0, 2, 1) * 2).sum(0), ("x",),
+                  lambda m, n: (_rand(m, n, 6),), [(3, 5), (1, 1), (9, 70)]),
+    "conv_softmax": (lambda x, w: torch.softmax(F.conv3d(x, w), 1), ("x", "w"),
+                     lambda m, n: (_rand(2, 2, n, n, n), _rand(m, 2, 2, 2, 2)),
+                     [(4, 5), (1, 2), (7, 4)]),
+    # persistent reductions (one R block holds the row): a reduced length fixed in the code
+    "persistent": (lambda x: torch.softmax(x.view(x.shape[0], 16, -1), 1) * 2, ("x",),
+                   lambda m, n: (_rand(m, 16 * n),), [(6, 5), (1, 1), (33, 7)]),
 }
+CONFIG = {"persistent": {"triton.persistent_reductions": True}}
+"""Inductor settings over forge's own for a case."""
 
 
 def _outs(value):
@@ -67,11 +78,27 @@ def _error(got, want) -> float:
     return worst
 
 
+SLOW_REDUCES = [0]
+"""Reductions the interpreter computed element by element in Python (a combine function it
+has no NumPy path for): what makes an interpreted candidate minutes slow."""
+
+
+def _count_slow_reduces() -> None:
+    from triton.runtime import interpreter
+
+    slow = interpreter.ReduceOps.generic_reduce
+
+    def counted(self, input):
+        SLOW_REDUCES[0] += 1
+        return slow(self, input)
+    interpreter.ReduceOps.generic_reduce = counted
+
+
 def check(name: str, out: Path) -> None:
     fn, params, make, shapes = CASES[name]
     torch.manual_seed(0)
     example = list(make(*shapes[0]))
-    lowered = lower(fn, example)
+    lowered = lower(fn, example, config=CONFIG.get(name))
     asm = render(lowered, Entry(params=params))
     path = out / f"{name}.py"
     path.write_text(asm.text)
@@ -80,12 +107,16 @@ def check(name: str, out: Path) -> None:
     spec.loader.exec_module(module)
     for shape in shapes:
         args = list(make(*shape))
+        SLOW_REDUCES[0] = 0
+        got = module.run(*args)
         row = {"case": name, "shape": list(shape), "kernels": len(asm.kernels),
-               "library": list(asm.library), "err": _error(module.run(*args), fn(*args))}
+               "library": list(asm.library), "err": _error(got, fn(*args)),
+               "slow_reduces": SLOW_REDUCES[0]}
         print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
+    _count_slow_reduces()
     with tempfile.TemporaryDirectory() as tmp:
         for case in sys.argv[1:]:
             check(case, Path(tmp))

@@ -59,14 +59,17 @@ def _check(*cases: str) -> list[dict]:
 
 def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
     """Lowered once at small shapes, each candidate runs (CPU interpreter) at other shapes,
-    size 1 and odd sizes included, and matches the reference."""
+    size 1 and odd sizes included, and matches the reference; no reduction (max, argmax,
+    Welford) steps element by element through the interpreter's generic tl.reduce."""
     cases = ("pointwise", "broadcast", "softmax3d", "outer", "varmean", "argmax", "scan",
-             "gather", "transpose", "linear_relu", "conv_relu")
+             "gather", "transpose", "linear_relu", "conv_relu", "tiled_sum", "conv_softmax",
+             "persistent")
     rows = _check(*cases)
     assert {r["case"] for r in rows} == set(cases)
     for r in rows:
         assert r["err"] < 1e-4, r
         assert r["kernels"] >= 1, r
+        assert r["slow_reduces"] == 0, r
 
 
 def test_generated_candidate_passes_the_source_policy(tmp_path):
@@ -136,3 +139,106 @@ def test_builtin_m0_for_an_operator_without_template_passes_the_judge(name, tmp_
     verdict = judge(task, tmp_path, make_runner("cpu"), JudgeOptions(timing=False))
     assert verdict.passed, verdict.feedback
     assert any(w.hidden for w in verdict.workloads)
+
+
+DEPTHWISE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, in_channels, (kernel_size, 1), groups=in_channels,
+                              bias=False)
+
+    def forward(self, x):
+        return self.conv(x) * 2
+
+
+batch_size = 2
+in_channels = 6
+kernel_size = 3
+height = 9
+width = 8
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, kernel_size]
+'''
+
+
+def test_generated_depthwise_conv_serves_every_channel_count(tmp_path):
+    """A depthwise convolution's groups is the module's channel count: the lowering keeps it
+    symbolic, so the candidate traced at the example workload (channels doubled) is correct
+    at the smoke and hidden workloads, whose channel counts differ."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "dw.py").write_text(DEPTHWISE)
+    task = load_task(convert(tmp_path / "dw.py", tmp_path / "task"))
+    assert "in_channels" in {k for k, a in task.axes.items() if a.max is None}
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback
+    channels = {w.axes["in_channels"] for w in verdict.workloads if not w.hidden}
+    assert len(channels) > 1 or any(w.hidden for w in verdict.workloads)
+
+
+GROUPNORM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, hidden_size, num_groups):
+        super().__init__()
+        self.fc = nn.Linear(in_features, hidden_size)
+        self.gn = nn.GroupNorm(num_groups, hidden_size)
+
+    def forward(self, x):
+        return self.gn(self.fc(x)).relu()
+
+
+batch_size = 8
+in_features = 16
+hidden_size = 48
+num_groups = 12
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, hidden_size, num_groups]
+'''
+
+
+def test_generated_group_norm_serves_every_group_count(tmp_path):
+    """num_groups follows the channels (a workload with other channels has other groups):
+    the lowering keeps it symbolic, where GroupNorm's ATen op would fix it at the example's
+    count, so the candidate is correct at every visible and hidden workload."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "gn.py").write_text(GROUPNORM)
+    task = load_task(convert(tmp_path / "gn.py", tmp_path / "task"))
+    assert task.axes["num_groups"].follows == "hidden_size"
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback
+    groups = {w.axes["num_groups"] for w in task.workloads}
+    assert len(groups) > 1, "the visible workloads have more than one group count"

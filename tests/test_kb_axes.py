@@ -134,3 +134,52 @@ def test_sizes_written_as_literals_in_get_inputs_become_axes_when_nothing_else_i
     assert inst.reference()[0].numel() <= SMOKE_ELEMENTS
     plain = write(tmp_path, "plain.py", src.read_text().replace("3, 224, 224", "3, 8, 8"))
     assert "get_inputs_1" not in load_task(convert(plain, tmp_path / "p")).axes  # small already: untouched
+
+
+GROUPNORM = HEAD + (
+    "class Model(nn.Module):\n"
+    "    def __init__(self, in_features, hidden_size, num_groups):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(in_features, hidden_size)\n"
+    "        self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=hidden_size)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.gn(self.fc(x)).relu()\n\n\n"
+    "batch_size = 1024\nin_features = 4096\nhidden_size = 4096\nnum_groups = 256\n\n\n"
+    "def get_inputs():\n    return [torch.rand(batch_size, in_features)]\n\n\n"
+    "def get_init_inputs():\n    return [in_features, hidden_size, num_groups]\n")
+
+
+def test_a_constant_that_divides_a_shrunk_size_shrinks_with_it(tmp_path):
+    """GroupNorm's num_groups divides the channels: scaled down alone, the channels would end
+    at one per group (a normalised value is then 0, the reference rounding noise). It keeps
+    the problem's ratio instead, in the smoke and the hidden workloads."""
+    task = load_task(convert(write(tmp_path, "gn.py", GROUPNORM), tmp_path / "t"))
+    groups = task.axes["num_groups"]
+    assert groups.follows == "hidden_size" and "num_groups" not in pinned(task)
+    assert task.axes["hidden_size"].multiple_of == 4096 // 256
+    smoke = list(task.smoke_workloads())
+    assert smoke and all(w.axes["num_groups"] < 256 for w in smoke)
+    module = check_reference_module(task)
+    hidden = hidden_workloads(task, smoke, large=True, rng=random.Random(0))
+    for wl in [*task.workloads, *hidden]:
+        assert wl.axes["hidden_size"] == 16 * wl.axes["num_groups"], wl.axes
+        outs = instance.build(task, module, wl, meta=True).reference()
+        assert outs[0].shape[1] == wl.axes["hidden_size"]
+
+
+def test_a_divisor_that_shapes_the_output_stays_pinned(tmp_path):
+    """pixel_shuffle's upscale factor divides the channels too (36 = 9 x 2 x 2, and 54 at 3
+    would be valid), but changing it changes the output's shape: it is no group count and
+    stays pinned."""
+    src = write(tmp_path, "ps.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, upscale):\n"
+        "        super().__init__()\n"
+        "        self.upscale = upscale\n\n"
+        "    def forward(self, x):\n"
+        "        return torch.nn.functional.pixel_shuffle(x, self.upscale)\n\n\n"
+        "batch_size = 4\nchannels = 36\nheight = 8\nwidth = 8\nupscale = 2\n\n\n"
+        "def get_inputs():\n    return [torch.rand(batch_size, channels, height, width)]\n\n\n"
+        "def get_init_inputs():\n    return [upscale]\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert pinned(task).get("upscale") == 2 and task.axes["upscale"].follows is None

@@ -58,6 +58,14 @@ class Axis:
     doubled: Probe | None = None
     tied: tuple[Constant, ...] = ()
     """Other constants of the same value that only change together with this one."""
+    follows: Axis | None = None
+    """A semantic constant that divides one size axis (num_groups of the channels): it keeps
+    the problem's ratio to that axis in every workload instead of staying pinned."""
+
+    def following(self, lead_value: int) -> int:
+        """This (following) axis's value where the axis it follows is ``lead_value``."""
+        assert self.follows is not None
+        return lead_value * self.const.value // self.follows.const.value
 
     @property
     def keys(self) -> list[Key]:
@@ -140,6 +148,46 @@ def find_multiple(look: Look, axis: Axis) -> int:
     return 1
 
 
+def couple(look: Look, base: Probe, axes: list[Axis]) -> None:
+    """Semantic constants that divide exactly one size axis (its ``multiple_of`` is a multiple
+    of theirs: num_groups and the channels) follow that axis at the problem's ratio, checked
+    on meta at one step past both; the size axis then steps by the ratio. Scaled down
+    otherwise, the size axis would end at one channel per group. A constant whose change
+    alone changes an input or output shape (an upscale factor, a kernel size) is no such
+    divisor and stays pinned."""
+    sizes = [a for a in axes if a.size]
+    for s in axes:
+        v = s.const.value
+        if s.size or v < 2:
+            continue
+        governed = [a for a in sizes if a.multiple_of > 1 and a.multiple_of % v == 0]
+        if len(governed) != 1 or governed[0].const.value % v:
+            continue
+        lead = governed[0]
+        ratio = lead.const.value // v
+        q = look({**lead.at(ratio * (v + 1)), **s.at(v + 1)})
+        if q.ok and _only_follows(base, q, lead.const.value, ratio * (v + 1)):
+            s.follows, lead.multiple_of = lead, ratio
+            s.why = f"it divides {lead.const.axis}, {lead.const.value} / {v} = {ratio}"
+
+
+def _only_follows(base: Probe, other: Probe, v: int, alt: int) -> bool:
+    """Every input and output dimension of ``other`` is as in ``base``, or ``alt`` where it
+    was ``v``: nothing but the lead axis moved the shapes."""
+    return all(len(a) == len(b) and all(x == y or (x == v and y == alt)
+                                        for x, y in zip(a, b, strict=True))
+               for a, b in _pairs(base, other, params=False))
+
+
+def with_followers(axes: list[Axis], values: dict[str, int]) -> dict[str, int]:
+    """``values`` (size axes) with the value of every axis that follows one of them."""
+    out = dict(values)
+    for a in axes:
+        if a.follows is not None and a.follows.const.axis in values:
+            out[a.const.axis] = a.following(values[a.follows.const.axis])
+    return out
+
+
 def analyse(look: Look, base: Probe, consts: list[Constant]) -> list[Axis]:
     """The axes of a problem: every constant that matters, classified."""
     axes: list[Axis] = []
@@ -154,6 +202,7 @@ def analyse(look: Look, base: Probe, consts: list[Constant]) -> list[Axis]:
         if axis.size:
             axis.multiple_of = find_multiple(look, axis)
         axes.append(axis)
+    couple(look, base, axes)
     return axes
 
 
@@ -174,6 +223,8 @@ def _overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
     for a in axes:
         if a.size:
             out.update(a.at(values[a.const.axis]))
+        elif a.follows is not None:
+            out.update(a.at(a.following(values[a.follows.const.axis])))
     return out
 
 
@@ -186,7 +237,7 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
     for _ in range(256):
         aim = _fits(p, SMOKE_ELEMENTS) and p.max_elements() > SMOKE_AIM
         if _fits(p, SMOKE_ELEMENTS) and not aim:
-            return cur, p
+            return with_followers(axes, cur), p
         floor = SMOKE_MIN_SIZE if aim else 1
         found = []
         for a in sizes:
@@ -198,13 +249,13 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
             if q.ok:
                 found.append((_score(q), cur[name], name, nv, q))
         if not found:
-            return (cur, p) if _fits(p, SMOKE_ELEMENTS) else None
+            return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS) else None
         # among the steps that shrink about as much as the best one, the largest size goes
         # first, so the shapes stay balanced instead of one axis going down to 1
         best = min(s for s, *_ in found)
         _, _, name, nv, p = max((f for f in found if f[0] <= best * BALANCE), key=lambda f: f[1])
         cur = {**cur, name: nv}
-    return (cur, p) if _fits(p, SMOKE_ELEMENTS) else None
+    return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS) else None
 
 
 def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str, int], Probe] | None:
@@ -222,4 +273,4 @@ def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str,
                 if q.ok and _fits(q, SMOKE_ELEMENTS):
                     cur, probed = trial, q
                 break
-    return (cur, probed) if cur != values and probed is not None else None
+    return (with_followers(axes, cur), probed) if cur != values and probed is not None else None

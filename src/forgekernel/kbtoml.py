@@ -128,11 +128,14 @@ def _axis_lines(axes: list[Axis]) -> list[str]:
     lines = ["[axes]"]
     for a in axes:
         c = a.const
-        what = "a size" if a.size else f"semantic, pinned at {c.value}"
+        what = "a size" if a.size else f"semantic, kept at the problem's ratio to " \
+            f"{a.follows.const.axis}" if a.follows else f"semantic, pinned at {c.value}"
         where = f"literal {c.value} #{c.name[len(LITERAL):]} in get_inputs()" \
             if c.name.startswith(LITERAL) else f"module constant {c.ref}"
         parts = [f"description = {json.dumps(f'{where} ({what}: {a.why})')}"]
-        if not a.size:
+        if a.follows is not None:
+            parts.append(f'follows = "{a.follows.const.axis}"')
+        elif not a.size:
             parts += [f"min = {c.value}", f"max = {c.value}"]
         elif a.multiple_of > 1:
             parts.append(f"multiple_of = {a.multiple_of}")

@@ -173,7 +173,8 @@ def _workloads(problem: Problem, look: kbaxes.Look) -> None:
                               f"forward under {kbaxes.SMOKE_FLOPS:.3g} flops")
         return
     values, probed = found
-    base_values = {a.const.axis: a.const.value for a in problem.axes if a.size}
+    base_values = kbaxes.with_followers(problem.axes, {a.const.axis: a.const.value
+                                                       for a in problem.axes if a.size})
     problem.own_is_smoke = values == base_values
     problem.smoke = [] if problem.own_is_smoke else [values]
     problem.smoke_probes = [probed]

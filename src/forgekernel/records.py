@@ -92,6 +92,11 @@ class AxisSpec(Record):
     """KernelBench tasks: the module constant(s) this axis sets, ``name`` or ``name[i]`` for
     element i of a tuple constant, several separated by commas when they must stay equal
     (default: the constant named like the axis)."""
+    follows: str | None = None
+    """KernelBench tasks: the size axis this semantic constant keeps its ratio to (num_groups
+    to the channels it divides): every workload sets it to that axis's value times the ratio
+    of the first workload, so a scaled-down workload keeps the problem's structure; hidden
+    workloads derive it and never vary it alone."""
 
 
 class TensorSpec(Record):
@@ -199,6 +204,21 @@ class TaskSpec(Record):
 
     def gpu_workloads(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if not w.smoke)
+
+    def derive(self, axes: dict[str, int]) -> dict[str, int] | None:
+        """``axes`` with every axis that follows another (``AxisSpec.follows``) set from it at
+        the first workload's ratio; None when such a value would not be a whole number."""
+        out = dict(axes)
+        first = self.workloads[0].axes if self.workloads else {}
+        for name, spec in self.axes.items():
+            lead = spec.follows
+            if lead is None or lead not in out or not first.get(lead):
+                continue
+            num = out[lead] * first[name]
+            if num % first[lead] or num // first[lead] < 1:
+                return None
+            out[name] = num // first[lead]
+        return out
 
 
 # ---------------------------------------------------------------- judging

@@ -185,6 +185,15 @@ def _check_workloads(task: TaskSpec, where: str) -> None:
         if extra:
             raise TaskError(f"{where}: workload[{i}] sets '{extra[0]}', which is not an axis "
                             f"(axes: {', '.join(task.axes)})")
+        derived = task.derive(dict(w.axes))
+        for a, spec in task.axes.items():
+            if spec.follows is not None and (spec.follows not in task.axes
+                                             or task.axes[spec.follows].follows is not None):
+                raise TaskError(f"{where}: axis '{a}' follows '{spec.follows}', which is not "
+                                "an axis of its own")
+            if spec.follows is not None and (derived is None or derived[a] != w.axes[a]):
+                raise TaskError(f"{where}: workload[{i}].{a} = {w.axes[a]} does not keep the "
+                                f"first workload's ratio to '{spec.follows}'")
         for a, v in w.axes.items():
             spec = task.axes[a]
             if v < spec.min or (spec.max is not None and v > spec.max) or v % spec.multiple_of:

@@ -204,13 +204,13 @@ def _entry(task: TaskSpec) -> Any:
 
 
 def _kinds(text: str) -> tuple[str, ...]:
-    launches = re.findall(r"= _RtLaunch\(\w+, '(\w+)', (\{.*?\}), '\w+'\)", text)
+    launches = re.findall(r"= _RtLaunch\(\w+, '(\w+)', (\{.*?\}), '\w+'(?:, rnumel=\d+)?\)", text)
     found = []
     if any(kind == "pointwise" and "YBLOCK" not in sig for kind, sig in launches):
         found.append("pointwise")
     if any(kind == "pointwise" and "YBLOCK" in sig for kind, sig in launches):
         found.append("tiled")
-    if any(kind == "reduction" for kind, _ in launches):
+    if any(kind in ("reduction", "persistent_reduction") for kind, _ in launches):
         found.append("reduction")
     found += [k for k, mark in (("gemm", "GEMM_BLOCK_M"), ("conv", "CONV_BLOCK_M")) if mark in text]
     return tuple(found)

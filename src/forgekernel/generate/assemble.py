@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 
 from forgekernel.generate.inductor import LIBRARY_NAMESPACE, Lowered, LoweringError
 
-SUPPORTED_KINDS = ("pointwise", "reduction")
+SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
 """Inductor kernel kinds the runtime launches (others are reported as unsupported)."""
+LAUNCH_BLOCKS = ("XBLOCK", "YBLOCK", "ZBLOCK", "R0_BLOCK")
+"""Block-size parameters the runtime sets at launch (a kernel with others is unsupported)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class Kernel:
     signature: dict[str, str]
     hint: str
     source: str
+    rnumel: int | None = None
+    """The reduced length when the kernel fixes it (a persistent reduction over a constant
+    length has no ``r0_numel`` argument)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,11 @@ def _kernel(node: ast.Assign, number: int) -> Kernel:
                             f"drives {', '.join(SUPPORTED_KINDS)} kernels")
     kw = {k.arg: k.value for k in deco.keywords}
     signature = ast.literal_eval(_dict_item(kw["triton_meta"], "signature"))
+    unknown = [k for k, v in signature.items() if v == "constexpr" and k not in LAUNCH_BLOCKS]
+    if unknown:
+        raise LoweringError(f"kernel {name} takes the launch parameter {unknown[0]}, which "
+                            f"forge's launcher does not set (it sets {', '.join(LAUNCH_BLOCKS)})")
+    fixed = re.search(r"^\s*r0_numel = (\d+)\s*$", ast.get_source_segment(src, main), re.M)
     hint = kw.get("reduction_hint")
     hint_name = hint.attr if isinstance(hint, ast.Attribute) else "DEFAULT"
     texts = []
@@ -154,7 +164,8 @@ def _kernel(node: ast.Assign, number: int) -> Kernel:
             text = re.sub(rf"\b{re.escape(f.name)}\b", f"{f.name}_k{number}", text)
     text = re.sub(rf"\bdef {re.escape(name)}\(", f"def {name}_jit(", text, count=1)
     text = re.sub(r"\btriton_helpers\.(\w+)\b", r"_th_\1", text)
-    return Kernel(name, kind, signature, hint_name, text)
+    return Kernel(name, kind, signature, hint_name, text,
+                  int(fixed.group(1)) if fixed and "r0_numel" not in signature else None)
 
 
 def _dict_item(node: ast.AST, key: str) -> ast.AST:
@@ -211,8 +222,8 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
     parts.append(_interpret_blocks(pieces))
     parts.append(_externs(wrapper.externs))
     parts += [k.source for k in wrapper.kernels]
-    parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r})"
-                            for k in wrapper.kernels))
+    parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r}"
+                            + (f", rnumel={k.rnumel})" if k.rnumel else ")") for k in wrapper.kernels))
     parts.append("def _inductor_call(args):\n" + textwrap.indent(wrapper.body, "    "))
     parts.append(_arg_builder(lowered))
     parts.append(_entry(entry, lowered))
@@ -221,7 +232,10 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
                     fallbacks=wrapper.fallbacks)
 
 
-INTERPRET_BLOCKS = {"gemm": {"GEMM_BLOCK_M": 256, "GEMM_BLOCK_N": 128, "GEMM_BLOCK_K": 128},
+INTERPRET_BLOCKS = {"runtime": {"RT_PW_BLOCK": 16384, "RT_TILE_X": 256, "RT_TILE_Y": 64,
+                                "RT_RED_RBLOCK": 8192, "RT_RED_TILE": 65536,
+                                "RT_RED_OUTER_XBLOCK": 1024, "RT_RED_OUTER_RBLOCK": 64},
+                    "gemm": {"GEMM_BLOCK_M": 256, "GEMM_BLOCK_N": 128, "GEMM_BLOCK_K": 128},
                     "conv": {"CONV_BLOCK_M": 1024, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 128}}
 """Library tile sizes under the CPU interpreter, which pays per program and per loop step
 (the knob block keeps the GPU's)."""

@@ -40,12 +40,12 @@ def _valid(task: TaskSpec, name: str, value: int) -> bool:
 
 def _lifted(task: TaskSpec, wl: Workload) -> Workload:
     axes = {k: (2 if v == 1 and _valid(task, k, 2) else v) for k, v in wl.axes.items()}
-    return Workload(axes=axes, smoke=True)
+    return Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True)
 
 
 def _doubled(task: TaskSpec, wl: Workload) -> Workload:
     axes = {k: (2 * v if _valid(task, k, 2 * v) else v) for k, v in wl.axes.items()}
-    return _lifted(task, Workload(axes=axes, smoke=True))
+    return _lifted(task, Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True))
 
 
 def _shapes(task: TaskSpec, wl: Workload) -> list[tuple[int, ...]]:
@@ -150,12 +150,32 @@ def shape_free(model: Any) -> None:
     """Rewrite, in place and for tracing only, the modules whose forward bakes a size of the
     workload into the graph as a constant: ``nn.LayerNorm`` normalises over its
     ``normalized_shape``, which always equals the input's trailing sizes; reading those from
-    the input instead keeps them symbolic (the parameters and their names are unchanged)."""
+    the input instead keeps them symbolic (the parameters and their names are unchanged).
+    ``nn.GroupNorm`` passes ``num_groups`` to an ATen op that takes a plain int, which fixes
+    it at the example's value; the same statistics written out keep it symbolic (a task
+    whose groups follow its channels has another count at every workload)."""
     import torch
 
     for module in model.modules() if isinstance(model, torch.nn.Module) else ():
         if type(module) is torch.nn.LayerNorm:
             module.forward = _layer_norm_forward(module)
+        elif type(module) is torch.nn.GroupNorm:
+            module.forward = _group_norm_forward(module)
+
+
+def _group_norm_forward(module: Any) -> Callable[..., Any]:
+    import torch
+
+    def forward(x: Any) -> Any:
+        n, c = x.shape[0], x.shape[1]
+        grouped = x.reshape(n, module.num_groups, -1)
+        var, mean = torch.var_mean(grouped, dim=-1, correction=0, keepdim=True)
+        y = ((grouped - mean) * torch.rsqrt(var + module.eps)).reshape(x.shape)
+        if module.weight is None:
+            return y
+        lead = (1, c) + (1,) * (x.dim() - 2)
+        return y * module.weight.reshape(lead) + module.bias.reshape(lead)
+    return forward
 
 
 def _layer_norm_forward(module: Any) -> Callable[..., Any]:

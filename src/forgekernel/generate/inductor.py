@@ -98,8 +98,9 @@ _REGISTERED: list[Any] = []
 
 
 _LIBRARY_SCHEMAS = {
-    "convolution": ("(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
-                    "int[] dilation, bool transposed, int[] output_padding, int groups) -> Tensor"),
+    "convolution": ("(Tensor x, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+                    "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) "
+                    "-> Tensor"),
     "mm": "(Tensor a, Tensor b) -> Tensor",
     "bmm": "(Tensor a, Tensor b) -> Tensor",
     "addmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
@@ -146,7 +147,7 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
     return {
         aten.convolution.default: lambda x, w, bias, stride, padding, dilation, transposed, opad,
         groups: ops["convolution"](x, w, bias, list(stride), list(padding), list(dilation),
-                                   bool(transposed), list(opad), int(groups)),
+                                   bool(transposed), list(opad), groups),
         aten.mm.default: lambda a, b: ops["mm"](a, b),
         aten.bmm.default: lambda a, b: ops["bmm"](a, b),
         aten.addmm.default: lambda bias, a, b, beta=1, alpha=1: ops["addmm"](bias, a, b, beta, alpha),
@@ -171,7 +172,7 @@ class _CrossDriver:
 
 
 @contextlib.contextmanager
-def _codegen_only(arch: int) -> Iterator[list[str]]:
+def _codegen_only(arch: int, config: dict[str, Any] | None = None) -> Iterator[list[str]]:
     """Inductor configured for standalone Triton code; yields the list the code lands in."""
     import torch
     import torch._inductor.config as icfg
@@ -190,7 +191,7 @@ def _codegen_only(arch: int) -> Iterator[list[str]]:
     GraphLowering.save_output_code = staticmethod(codes.append)
     torch._dynamo.reset()
     try:
-        with icfg.patch(INDUCTOR_CONFIG), fxcfg.patch(use_duck_shape=False), \
+        with icfg.patch({**INDUCTOR_CONFIG, **(config or {})}), fxcfg.patch(use_duck_shape=False), \
                 torch._dynamo.config.patch(DYNAMO_CONFIG), torch.no_grad():
             yield codes
     finally:
@@ -202,11 +203,12 @@ def _codegen_only(arch: int) -> Iterator[list[str]]:
 
 
 def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
-          names: tuple[str, ...] = ()) -> Lowered:
+          names: tuple[str, ...] = (), config: dict[str, Any] | None = None) -> Lowered:
     """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic).
 
     ``names``: the dotted names of the leading arguments that are a module's parameters and
-    buffers (dynamo may see them through the module rather than the argument list)."""
+    buffers (dynamo may see them through the module rather than the argument list);
+    ``config``: Inductor settings over :data:`INDUCTOR_CONFIG`."""
     import warnings
 
     import torch
@@ -235,7 +237,7 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     # a warning in the reference (InstanceNorm's "num_features does not match", say) is
     # called after the graph instead of breaking it: fullgraph tracing would fail on it
     logging_calls = {*torch._dynamo.config.reorderable_logging_functions, warnings.warn}
-    with _codegen_only(arch) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
+    with _codegen_only(arch, config) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
             torch._dynamo.config.patch(reorderable_logging_functions=logging_calls):
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         try:

@@ -49,6 +49,8 @@ def _size(task: TaskSpec, w: Workload) -> int:
 def _variants(task: TaskSpec, base: dict[str, int], rng: random.Random) -> list[dict[str, int]]:
     unit, plus, odd = [], dict(base), dict(base)
     for name, spec in task.axes.items():
+        if spec.follows is not None:  # derived from the axis it follows, below
+            continue
         v = base[name]
         low = max(spec.min, spec.multiple_of)
         if low != v and _valid(spec, low):
@@ -59,7 +61,12 @@ def _variants(task: TaskSpec, base: dict[str, int], rng: random.Random) -> list[
         if o is not None:
             odd[name] = o
     rng.shuffle(unit)
-    return [odd, plus, *unit]
+    out = []
+    for axes in (odd, plus, *unit):  # [odd, plus, *unit]; base where a derived value fails
+        derived = task.derive(axes)
+        ok = derived is not None and all(_valid(task.axes[k], v) for k, v in derived.items())
+        out.append(derived if ok else dict(base))
+    return out
 
 
 def hidden_workloads(task: TaskSpec, visible: list[Workload], *, large: bool,

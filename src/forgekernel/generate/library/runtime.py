@@ -49,9 +49,13 @@ def _rt_clamp_pow2(n, cap):
     return max(1, min(_rt_pow2(n), _rt_pow2(cap)))
 
 
-def _rt_reduction_blocks(hint, x, r):
-    """(XBLOCK, R0_BLOCK, warps) for a looped reduction of x rows of length r."""
-    if hint == "OUTER":
+def _rt_reduction_blocks(hint, x, r, persistent=False):
+    """(XBLOCK, R0_BLOCK, warps) for a reduction of x rows of length r: looped (the R block
+    a knob), or persistent (one R block covers the whole row)."""
+    if persistent:
+        rb = _rt_pow2(r)
+        xb = _rt_clamp_pow2(x, max(1, RT_RED_TILE // rb))
+    elif hint == "OUTER":
         xb, rb = _rt_clamp_pow2(x, RT_RED_OUTER_XBLOCK), _rt_clamp_pow2(r, RT_RED_OUTER_RBLOCK)
     elif hint == "OUTER_TINY":
         xb, rb = _rt_clamp_pow2(x, RT_RED_OUTER_XBLOCK), _rt_clamp_pow2(r, 64)
@@ -60,6 +64,34 @@ def _rt_reduction_blocks(hint, x, r):
         xb = _rt_clamp_pow2(x, max(1, RT_RED_TILE // rb))
     warps = max(1, min(RT_RED_WARPS, (xb * rb) // 256))
     return xb, rb, _rt_pow2(warps)
+
+
+def _rt_grid_y(y, yb):
+    """YBLOCK raised until the y grid fits the launch limit."""
+    while triton.cdiv(y, yb) > _RT_GRID_Y_MAX:
+        yb *= 2
+    return yb
+
+
+def _rt_reduction_meta(consts, sizes, hint, persistent, rnumel):
+    """Block sizes and warps of a reduction kernel: rows along x (and y for a 2-D tiled
+    reduction, YBLOCK), the reduced axis along R0_BLOCK (its length ``rnumel`` when the
+    kernel has it as a constant rather than an argument)."""
+    x, y = sizes.get("xnumel", 1), sizes.get("ynumel", 1)
+    r = sizes.get("r0_numel", rnumel or 1)
+    xb, rb, warps = _rt_reduction_blocks(hint, x, r, persistent)
+    meta = {}
+    if "R0_BLOCK" in consts:
+        meta["R0_BLOCK"] = rb
+    if "XBLOCK" in consts:
+        meta["XBLOCK"] = xb
+    if "YBLOCK" in consts:  # what the x block leaves of the tile goes to y
+        yb = _rt_grid_y(y, _rt_clamp_pow2(y, max(1, RT_RED_TILE // (xb * rb))))
+        meta["YBLOCK"] = yb
+        warps = _rt_pow2(max(1, min(RT_RED_WARPS, (xb * yb * rb) // 256)))
+    if "ZBLOCK" in consts:
+        meta["ZBLOCK"] = 1
+    return meta, warps
 
 
 def _rt_pointwise_blocks(consts, sizes):
@@ -71,10 +103,7 @@ def _rt_pointwise_blocks(consts, sizes):
         return meta, RT_PW_WARPS
     meta["XBLOCK"] = _rt_clamp_pow2(x, RT_TILE_X)
     y = sizes.get("ynumel", 1)
-    yb = _rt_clamp_pow2(y, RT_TILE_Y)
-    while triton.cdiv(y, yb) > _RT_GRID_Y_MAX:
-        yb *= 2
-    meta["YBLOCK"] = yb
+    meta["YBLOCK"] = _rt_grid_y(y, _rt_clamp_pow2(y, RT_TILE_Y))
     if "ZBLOCK" in consts:
         meta["ZBLOCK"] = 1
     return meta, RT_TILE_WARPS
@@ -220,19 +249,16 @@ def _th_select_one(x, mask, dim, keep_dims=False):
 class _RtLaunch:
     """One Inductor kernel: computes its launch from the call's sizes, then launches it."""
 
-    def __init__(self, fn, kind, signature, hint):
-        self.fn, self.kind, self.hint = fn, kind, hint
+    def __init__(self, fn, kind, signature, hint, rnumel=None):
+        self.fn, self.kind, self.hint, self.rnumel = fn, kind, hint, rnumel
         self.params = [k for k, v in signature.items() if v != "constexpr"]
         self.consts = [k for k, v in signature.items() if v == "constexpr"]
 
     def run(self, *args, stream=None):
         sizes = dict(zip(self.params, args, strict=False))
-        if "R0_BLOCK" in self.consts:
-            xb, rb, warps = _rt_reduction_blocks(self.hint, sizes.get("xnumel", 1),
-                                                 sizes.get("r0_numel", 1))
-            meta = {"R0_BLOCK": rb}
-            if "XBLOCK" in self.consts:
-                meta["XBLOCK"] = xb
+        if self.kind in ("reduction", "persistent_reduction"):
+            meta, warps = _rt_reduction_meta(self.consts, sizes, self.hint,
+                                             self.kind == "persistent_reduction", self.rnumel)
         else:
             meta, warps = _rt_pointwise_blocks(self.consts, sizes)
         grid = (triton.cdiv(sizes.get("xnumel", 1), meta.get("XBLOCK", 1)),
@@ -368,7 +394,64 @@ def _rt_interpret_libdevice():
     return types.SimpleNamespace(**funcs)
 
 
+def _rt_reduced(data, like):
+    """A reduction's NumPy result as a Triton value of ``like``'s element type."""
+    import numpy as np
+    from triton.runtime.interpreter import TensorHandle
+
+    scalar = like.dtype.scalar if hasattr(like.dtype, "scalar") else like.dtype
+    data = np.asarray(data)
+    if data.shape:
+        return _rt_wrap(data.astype(_rt_np(like).dtype), like, scalar)
+    return tl.core.tensor(TensorHandle(data.reshape(1).astype(_rt_np(like).dtype), scalar), scalar)
+
+
+def _rt_axis(dim):
+    return int(dim.value if isinstance(dim, tl.constexpr) else dim)
+
+
+def _rt_interpret_reductions():
+    """Inductor's reduction helpers computed with NumPy over the whole block: the
+    interpreter's ``tl.reduce`` with a combine function steps element by element in Python,
+    which makes a max, min or Welford reduction minutes slow at smoke sizes. Same results:
+    NaN wins a max or min, the lowest index wins a tie."""
+    import numpy as np
+
+    def extreme(pick):
+        def reduce(a, dim):
+            with np.errstate(all="ignore"):
+                return _rt_reduced(pick(_rt_np(a), axis=_rt_axis(dim)), a)
+        return reduce
+
+    def with_index(pick):
+        def reduce(value, index, dim):
+            v, i, ax = _rt_np(value), _rt_np(index), _rt_axis(dim)
+            with np.errstate(all="ignore"):
+                best = pick(v, axis=ax, keepdims=True)
+                ties = v == best
+                if v.dtype.kind == "f":
+                    ties |= np.isnan(v) & np.isnan(best)
+            top = np.iinfo(i.dtype).max if i.dtype.kind in "iu" else np.inf
+            return (_rt_reduced(np.squeeze(best, ax), value),
+                    _rt_reduced(np.where(ties, i, top).min(axis=ax), index))
+        return reduce
+
+    def welford(mean, m2, weight, dim):
+        mu, q, w = (_rt_np(t).astype(np.float64) for t in (mean, m2, weight))
+        ax = _rt_axis(dim)
+        with np.errstate(all="ignore"):
+            total = w.sum(axis=ax)
+            avg = np.where(total == 0, 0.0, (w * mu).sum(axis=ax) / np.where(total == 0, 1, total))
+            spread = q.sum(axis=ax) + (w * (mu - np.expand_dims(avg, ax)) ** 2).sum(axis=ax)
+        return _rt_reduced(avg, mean), _rt_reduced(spread, m2), _rt_reduced(total, weight)
+
+    return (extreme(np.max), extreme(np.min), extreme(np.any), extreme(np.prod),
+            with_index(np.max), with_index(np.min), welford)
+
+
 if RT_INTERPRET:
     libdevice = _rt_interpret_libdevice()
+    (_th_max2, _th_min2, _th_any, _th_prod, _th_max_with_index, _th_min_with_index,
+     _th_welford) = _rt_interpret_reductions()
 else:
     from triton.language.extra import libdevice  # noqa: F401
