@@ -229,9 +229,8 @@ class Executor:
         pool = self._pool(msg["pool"])
         sets = []
         for row in msg["sets"]:
-            sets.append([pool.tensor(ipc.Slice(int(d["slice"]["offset"]), str(d["slice"]["dtype"]),
-                                               tuple(d["slice"]["shape"])))
-                         if "slice" in d else d.get("value") for d in row])
+            sets.append([pool.tensor(ipc.slice_of(d["slice"])) if "slice" in d else d.get("value")
+                         for d in row])
         self.pool_sets[str(msg["key"])] = sets
         return {"ok": True}
 

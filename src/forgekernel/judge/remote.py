@@ -177,7 +177,7 @@ class CandidateProcess:
                 descs.append({"slice": dataclasses.asdict(s)})
             else:
                 inputs.append(None)
-                descs.append(wire.put(a, self.ex.scratch, "unused"))
+                descs.append(wire.describe(a))
         out_slices = list(it)
         for s in out_slices:  # nothing of an earlier call is left where this one's outputs go
             pool.view(s).reshape(-1).view(torch.uint8).fill_(0xFF)
