@@ -32,6 +32,18 @@ meta = {"device": torch.cuda.get_device_name(0), "date": datetime.datetime.now(d
 for log in sorted(work.glob("*.log")):
     t = log.stem
     meta["runs"][t] = {"exit": int((work / f"{t}.exit").read_text()), "tail": log.read_text().splitlines()[-6:]}
+    ledger = work / t / "ledger.jsonl"
+    events = [json.loads(line) for line in ledger.read_text().splitlines()] if ledger.is_file() else []
+    judged = {e["candidate"]: e["verdict"] for e in events if "kind" not in e and e.get("verdict")}
+    pairs = []  # the best's search verdict against its confirmation (the same candidate re-judged)
+    for c in (e for e in events if e.get("kind") == "confirm"):
+        a, b = (judged.get(c["candidate"]) or {}).get("speedup"), c["verdict"].get("speedup")
+        if a and b:
+            pairs.append({"candidate": c["candidate"], "attempt": a, "confirmation": b,
+                          "diff_pct": round((b / a - 1) * 100, 3)})
+    meta["runs"][t]["attempt_vs_confirmation"] = pairs
+    for p in pairs:
+        print(f"{t}: attempt {p['attempt']:.4g}x, confirmation {p['confirmation']:.4g}x ({p['diff_pct']:+.2f} %)")
 (work / "engine_meta.json").write_text(json.dumps(meta, indent=2))
 PY
 tar czf "${OUT:-/tmp}/engine_runs.tgz" -C "$WORK" --exclude=workspace --exclude=candidates --exclude=task .

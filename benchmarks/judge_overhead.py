@@ -44,7 +44,8 @@ def measure(delivery: str, runs: int = 2) -> dict:
                      "trials": verdict.profile.get("trials"), "speedup": verdict.speedup,
                      "noise_floor": verdict.noise_floor,
                      "timing_label": verdict.profile.get("timing_label"),
-                     "phases": verdict.profile.get("phases")})
+                     "phases": verdict.profile.get("phases"),
+                     "spent": verdict.profile.get("spent")})
     walls = [r["wall_s"] for r in rows]
     return {"delivery": delivery, "task": "rmsnorm", "kernel": str(KERNEL.relative_to(REPO)),
             "runs": rows, "first_s": walls[0], "warm_median_s": statistics.median(walls[1:] or walls)}
@@ -69,6 +70,7 @@ def main() -> int:
         print(f"run {r['run']}: {r['wall_s']:.2f} s  {r['status']}  {r['workloads']} workloads + "
               f"{r['hidden_workloads']} hidden x {r['trials']} trials{label}")
         print("   phases:", " ".join(f"{k}={v}" for k, v in (r["phases"] or {}).items()))
+        print("   spent:", " ".join(f"{k}={v['s']}/{v['n']}" for k, v in (r["spent"] or {}).items()))
     print(f"{args.delivery}: first {result['first_s']:.2f} s, warm median {result['warm_median_s']:.2f} s")
     return 0
 

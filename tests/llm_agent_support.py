@@ -15,6 +15,35 @@ REPO = Path(__file__).resolve().parents[1]
 
 START_KERNEL = "def run(x, weight):\n    return x  # TODO\n"
 
+RMSNORM_KERNEL = '''\
+"""RMSNorm: one program per row, the row in registers, fp32 statistics."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rms_row(x_ptr, w_ptr, out_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    keep = offs < n_cols
+    x = tl.load(x_ptr + row * n_cols + offs, mask=keep, other=0.0).to(tl.float32)
+    inv = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+    normed = (x * inv).to(out_ptr.dtype.element_ty).to(tl.float32)
+    w = tl.load(w_ptr + offs, mask=keep, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * n_cols + offs, (w * normed).to(out_ptr.dtype.element_ty), mask=keep)
+
+
+def run(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    rows, cols = x.shape
+    out = torch.empty_like(x)
+    _rms_row[(rows,)](x, weight.contiguous(), out, cols, 1e-6, BLOCK=triton.next_power_of_2(cols))
+    return out
+'''
+"""A correct Triton RMSNorm the scripted models write (benchmarks/gpu_llm_profile.py too)."""
+
 PLAN = """\
 version = 1
 reason = "test plan"

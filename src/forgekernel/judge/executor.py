@@ -51,6 +51,7 @@ class Executor:
         """The candidate's kernel names (None: any Triton kernel counts, library ones too)."""
         self.candidate_dir = ""
         self.outputs: dict[str, tuple[Any, ...]] = {}
+        self.boot: dict[str, float] = {}
 
     def integrity(self, threads_before: set[int], stream: Any) -> dict[str, Any]:
         """What the candidate left changed: library functions, live threads, the stream."""
@@ -78,7 +79,7 @@ class Executor:
 
         before = guards.thread_ids()
         reply = self._load(msg)
-        return {**reply, **self.integrity(before, None)}
+        return {**reply, "boot": self.boot, **self.integrity(before, None)}
 
     def _load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from forgekernel.task import load_module
@@ -343,18 +344,54 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
 def main(argv: list[str]) -> None:
     """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD``."""
     sys.dont_write_bytecode = True  # python -I ignores PYTHONDONTWRITEBYTECODE; nothing is written
+    mark = _Boot()
     import torch  # noqa: F401  (before any candidate code)
 
+    mark("torch_s")
     from forgekernel import task  # noqa: F401  (its import writes nothing later)
     from forgekernel.judge import failure, guards, observe, wire  # noqa: F401
 
+    mark("imports_s")
     with observe.watching(interpret_flag(argv)):  # its modes import torch._dynamo, which
         torch.zeros(1) + 1  # rewraps torch.manual_seed: done before the library snapshot
-
+    mark("watching_s")
     cmd_fd, res_fd, scratch, device, interpret, words_fd = argv
-
+    if device == "cuda":
+        _warm_cuda()
+        mark("cuda_s")
     ex = Executor(Path(scratch), device, interpret == "1", int(words_fd))
+    mark("harness_s")
+    ex.boot = mark.seconds
     serve(ex, int(cmd_fd), int(res_fd))
+
+
+class _Boot:
+    """Seconds each step of the executor's start took (reported with the load, as data)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def __call__(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self.last, 3)
+        self.last = now
+
+
+def _warm_cuda() -> None:
+    """What every GPU candidate needs first, done before it is known (while the verifier
+    calibrates): the CUDA context and Triton's driver utilities (a C module Triton builds
+    with the host compiler into this executor's own cache on first use)."""
+    import torch
+
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+    try:
+        from triton.runtime import driver
+
+        driver.active.utils  # noqa: B018  (the property builds and loads the module)
+    except Exception:  # no Triton or no driver here: the candidate's import says so itself
+        pass
 
 
 if __name__ == "__main__":

@@ -89,15 +89,16 @@ class ReferenceGate:
         return seconds * 1e3 / len(sets), host / len(sets)
 
 
-def _refresh(problem: Any, wl: Any, views: list[list[Any]], seeds: list[int]) -> None:
+def _refresh(session: Any, wl: Any, views: list[list[Any]], seeds: list[int]) -> None:
     """Fresh values from ``seeds`` into the pool views, synchronised."""
     import torch
 
-    for j, seed in enumerate(seeds):
-        for view, value in zip(views[j], problem.make(wl, seed), strict=True):
-            if isinstance(view, torch.Tensor):
-                view.copy_(value)
-    torch.cuda.synchronize()
+    with session.spent("refresh"):
+        for j, seed in enumerate(seeds):
+            for view, value in zip(views[j], session.problem.make(wl, seed), strict=True):
+                if isinstance(view, torch.Tensor):
+                    view.copy_(value)
+        torch.cuda.synchronize()
 
 
 def time_slot(session: Any, slot: Any) -> dict[str, Any]:
@@ -107,7 +108,8 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     problem, wl = session.problem, slot.wl
     example = problem.make(wl, inp.secret_seed())
     ref_fn = problem.reference_callable(wl)
-    ref_est = _estimate_ms(ref_fn, example)
+    with session.spent("setup"):
+        ref_est = _estimate_ms(ref_fn, example)
     k = session.opts.reps or calls_per_batch(ref_est, example)
     slices, nbytes = ipc.layout([a for a in example if hasattr(a, "numel")] * k)
     pool = session.cand.pool(nbytes)
@@ -122,19 +124,21 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
         for name in ("ref1", "cand", "ref2"):
             if name == "cand":
                 last_seeds = [inp.secret_seed() for _ in range(k)]
-                ms, host, tail = session.cand.gated(slot, lambda s=last_seeds: _refresh(problem, wl, views, s),
+                ms, host, tail = session.cand.gated(slot, lambda s=last_seeds: _refresh(session, wl, views, s),
                                                     k, session.timeout_for(slot))
                 tails.append((tail, ms))
             else:
-                ms, host = ref_gate.time(ref_fn, ref_sets, lambda: _refresh_local(problem, wl, ref_sets))
+                with session.spent("reference_batch"):
+                    ms, host = ref_gate.time(ref_fn, ref_sets, lambda: _refresh_local(problem, wl, ref_sets))
             if r >= 0:
                 sides[name].per_call_ms.append(ms)
                 sides[name].host_ms.append(host)
     _tail(slot, tails)
     picks = sorted({secrets.randbelow(k), k - 1})
     outs = session.cand.collect(slot, picks)
-    for j, got in zip(picks, outs, strict=True):
-        perf.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
+    with session.spent("verify_timed"):
+        for j, got in zip(picks, outs, strict=True):
+            perf.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
     return perf.summarise_sides(session, slot, sides, "device", k)
 
 

@@ -37,6 +37,8 @@ class CandidateProcess:
             started = None
         self.ex = started or ExecutorClient(spec)
         self.calls = self.batch = 0
+        self.boot: dict[str, Any] = {}
+        """The executor's own account of its start (data from an untrusted process: shown, never used)."""
         self.owned: list[Any] = []
         """Device pools the executor may have mapped: freed only after it is gone."""
         self.staging: Any = None
@@ -64,7 +66,8 @@ class CandidateProcess:
     def _ask(self, message: dict[str, Any], timeout_s: float, *, phase: str, where: str,
              hidden: bool = False) -> dict[str, Any]:
         try:
-            reply = self.ex.ask(message, timeout_s)
+            with self.session.spent(f"{self.role}:{message.get('op')}"):
+                reply = self.ex.ask(message, timeout_s)
         except ExecutorGone as gone:
             raise self._gone(gone, phase, where, hidden) from None
         if "raised" in reply:
@@ -116,6 +119,7 @@ class CandidateProcess:
                            "own": list(self.session.own_kernels),
                            "any_kernel": self.session.library_kernels},
                           REQUEST_S["load"], phase="import", where="import")
+        self.boot = reply.get("boot") if isinstance(reply.get("boot"), dict) else {}
         if "missing" in reply:
             raise Failure(Status.COMPILE_ERROR, str(reply["missing"])[:200],
                           {"kind": "entry", "phase": "import"})
@@ -137,7 +141,8 @@ class CandidateProcess:
         message = {"op": "call", "key": key, "poison": pattern,
                    "poison_sizes": [o.nbytes for o in slot.outputs], "prefix": prefix + "out",
                    "return_inputs": return_inputs, "reuse": reuse, "observe": observe}
-        staged = self._stage(slot, args) if self.session.device == "cuda" else None
+        with self.session.spent("stage"):
+            staged = self._stage(slot, args) if self.session.device == "cuda" else None
         if staged is None:
             message["inputs"] = wire.put_all(args, self.ex.scratch, prefix + "in")
         else:

@@ -10,7 +10,9 @@ patterns, second time on a copy of the inputs at a new address).
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,27 @@ def _ratio(check: cx.Check) -> float:
     return check.max_rel / check.tol if check.tol else check.max_rel
 
 
+class Spent:
+    """Wall seconds the verifier spent per kind of work, summed (``profile['spent']``):
+    where a verdict's time goes, by the verifier's clock (the executor's requests by name)."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, list[float]] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            entry = self.totals.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += time.perf_counter() - start
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        return {k: {"n": int(n), "s": round(s, 3)} for k, (n, s) in sorted(self.totals.items())}
+
+
 class Session:
     """The worker's state for one candidate."""
 
@@ -114,6 +137,7 @@ class Session:
         self.ref_ops: set[str] | None = None
         self.observed: list[dict[str, Any]] = []
         self.phases: dict[str, float] = {}
+        self.spent = Spent()
 
     # ------------------------------------------------------------ workloads
     def _slots(self) -> list[Slot]:
@@ -156,6 +180,16 @@ class Session:
         self.slots = kept
         self.tolerances = [cx.tolerance_for(dtypes[k], errors[k], self.task.judge, interpret=self.interpret)
                            for k in sorted(errors)]
+        with self.spent("reference_ops"):  # while the executor still starts
+            self.ref_ops = self._reference_ops(self.slots[0]) if self.slots else None
+
+    def _reference_ops(self, slot: Slot) -> set[str]:
+        """The compute ops the reference calls (what a candidate may not call eagerly)."""
+        from forgekernel.judge import observe
+
+        ref = self.problem.reference_callable(slot.wl)
+        args = self.problem.make(slot.wl, inp.secret_seed())
+        return observe.eager_ops(lambda: ref(*args))
 
     def _calibrate_timed(self, slot: Slot) -> tuple[list[OutSpec], list[float]]:
         """One calibration draw, under a deadline: a reference that never returns is the
@@ -242,12 +276,10 @@ class Session:
 
     def check_observed(self, slot: Slot, observed: dict[str, Any]) -> None:
         """The audit rules on what the executor saw the call do."""
-        from forgekernel.judge import audit, observe
+        from forgekernel.judge import audit
 
         if self.ref_ops is None:
-            ref = self.problem.reference_callable(slot.wl)
-            args = self.problem.make(slot.wl, inp.secret_seed())
-            self.ref_ops = observe.eager_ops(lambda: ref(*args))
+            self.ref_ops = self._reference_ops(slot)
         own = None if self.library_kernels else self.own_kernels
         why = audit.observed_violation(observed, own=own, forbid=self.task.policy.forbid,
                                        ref_ops=self.ref_ops, interpret=self.interpret)
@@ -283,19 +315,26 @@ class Session:
         self.sensitivity()
 
     def trial(self, slot: Slot) -> None:
-        args = self.problem.make(slot.wl, inp.secret_seed())
-        pristine = inp.clone_args(args)
+        with self.spent("inputs"):
+            args = self.problem.make(slot.wl, inp.secret_seed())
+            pristine = inp.clone_args(args)
         out1, after = self.call(slot, args, POISON_PATTERNS[0], return_inputs=True)
         self.mutation(slot, after or args, pristine)
         kept = list(out1)
         out2, _ = self.call(slot, inp.clone_args(pristine), POISON_PATTERNS[1])
-        oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
+        with self.spent("oracle"):
+            oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
+        with self.spent("compare"):
+            self._checks(slot, kept, out2, oracle, after or args, up)
+
+    def _checks(self, slot: Slot, kept: list[Any], out2: Any, oracle: Any, after: list[Any],
+                up: list[Any]) -> None:
         for k, (out, ref) in enumerate(zip(kept, oracle, strict=True)):
             self.values(slot, k, out, ref)
         for k, (a, b) in enumerate(zip(kept, out2, strict=True)):
             self.repeatable(slot, k, a, b, oracle[k])
         for j in self.mutating:
-            self.values(slot, len(kept) + j, (after or args)[j], up[j], tol=self._input_tol(j))
+            self.values(slot, len(kept) + j, after[j], up[j], tol=self._input_tol(j))
         ref_print = (0, 0) if cx.negligible(oracle[0]) else cx.fingerprint(oracle[0])  # noise: no signal
         slot.prints.append((cx.fingerprint(kept[0]), ref_print))
 
