@@ -412,3 +412,27 @@ def test_work_after_the_signal_is_rejected_when_the_median_batch_shows_it():
     with pytest.raises(Failure) as err:  # a side stream shows after every batch
         gated._tail(slot, [(0.3, 0.11)] * 4 + [(0.01, 0.11)] * 2)
     assert err.value.details["kind"] == "side_stream" and "median of 6 batches" in str(err.value)
+
+
+def test_torchs_own_dynamo_wrapper_is_not_tampering_but_a_lookalike_is():
+    """Importing torch._dynamo rewraps torch.manual_seed (torch's own, harmless); a candidate's
+    function that borrows that wrapper's code around something else is still a replacement."""
+    import subprocess
+    import sys
+
+    script = (
+        "import types, torch\n"
+        "from forgekernel.judge import guards\n"
+        "h = guards.Harness(guards.harness_targets())\n"
+        "import torch._dynamo\n"
+        "print(h.changes())\n"
+        "orig = h.saved['torch']['manual_seed']\n"
+        "def evil(*a): return None\n"
+        "cells = tuple(types.CellType(v) for v in (evil, True))\n"
+        "fake = types.FunctionType(torch.manual_seed.__code__, torch.manual_seed.__globals__, closure=cells)\n"
+        "fake.__wrapped__ = orig\n"
+        "torch.manual_seed = fake\n"
+        "print(h.changes())\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "['torch.manual_seed']"], out.stdout

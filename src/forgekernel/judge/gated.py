@@ -35,7 +35,7 @@ BATCH_MS, ROUNDS, MAX_K, POOL_MIN_BYTES = 5.0, 5, 64, 256 << 20
 size to reach (twice the H200's L2 and more) where memory allows."""
 GATE_TIMEOUT_S = 60.0
 TAIL_SLACK_MS = 0.2
-"""A synchronisation round trip after the signal may exceed a plain one by this much (plus
+"""A synchronisation round trip after the signal may exceed a second one (on an idle device) by this much (plus
 half a call) before it counts as work left running on another stream."""
 
 

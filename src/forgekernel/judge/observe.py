@@ -80,6 +80,10 @@ def _eager(seen: Seen) -> Iterator[None]:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Ops(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False  # not wrapped in torch._disable_dynamo: no torch._dynamo import (6 s on the H200)
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if not seen.inside[0]:
                 seen.aten.append(getattr(func, "__name__", str(func)).split(".")[0])

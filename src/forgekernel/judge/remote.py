@@ -191,6 +191,25 @@ class CandidateProcess:
                    "outputs_to": [dataclasses.asdict(s) for s in out_slices]}
         return _Staged(message, inputs, [pool.view(s) for s in out_slices])
 
+    def _collect_slices(self, slot: Any, n: int) -> tuple[Any, list[list[dict[str, Any]]], list[list[Any]]]:
+        """A pool of its own for ``n`` calls' outputs, cleared to 0xFF: (the pool, per call
+        the slices' descriptions and the verifier's views of them)."""
+        import dataclasses
+
+        import torch
+
+        from forgekernel.judge import ipc
+
+        outs = [torch.empty(o.shape, dtype=o.dtype, device="meta") for o in slot.outputs]
+        slices, nbytes = ipc.layout(outs * n)
+        pool = self.pool(nbytes)
+        for s in slices:
+            pool.view(s).reshape(-1).view(torch.uint8).fill_(0xFF)
+        torch.cuda.synchronize()
+        per = len(outs)
+        groups = [slices[i * per:(i + 1) * per] for i in range(n)]
+        return pool, [[dataclasses.asdict(s) for s in g] for g in groups], [[pool.view(s) for s in g] for g in groups]
+
     def repeat(self, slot: Any, key: str, args: list[Any], n: int, timeout_s: float) -> float:
         """Seconds the verifier's clock measured for ``n`` calls on ``args`` (CPU timing)."""
         self.calls += 1
@@ -231,10 +250,10 @@ class CandidateProcess:
                           "synchronises with the GPU (.item(), .cpu(), torch.cuda.synchronize(), a "
                           "blocking copy); forge times calls back to back, so they must not wait",
                           {"kind": "host_sync"}, fatal=True)
-        base = self._round_trip(sync=False, where=slot.label)
-        synced = self._round_trip(sync=True, where=slot.label)
+        synced = self._round_trip(sync=True, where=slot.label)  # waits for work left running
+        idle = self._round_trip(sync=True, where=slot.label)  # the same on an idle device
         return (seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
-                max(0.0, (synced - base) * 1e3))
+                max(0.0, (synced - idle) * 1e3))
 
     def _round_trip(self, *, sync: bool, where: str) -> float:
         start = time.perf_counter()
@@ -245,9 +264,14 @@ class CandidateProcess:
         """The outputs of calls ``picks`` of the last batch, checked and rebuilt."""
         self.calls += 1
         prefix = f"b{self.calls}_"
-        reply = self._ask({"op": "collect", "picks": picks, "prefix": prefix}, 120.0,
-                          phase="timing", where=slot.label)
-        outs = [self._outputs(d, slot) for d in reply.get("outputs", [])]
+        message: dict[str, Any] = {"op": "collect", "picks": picks, "prefix": prefix}
+        views: list[list[Any]] = []
+        if self.session.device == "cuda":
+            pool, slices, views = self._collect_slices(slot, len(picks))
+            message.update(pool=pool.describe(), outputs_to=slices)
+        reply = self._ask(message, 120.0, phase="timing", where=slot.label)
+        outs = [self._outputs(d, slot, _Staged({}, [], views[n]) if views else None)
+                for n, d in enumerate(reply.get("outputs", [])[:len(picks)])]
         if len(outs) != len(picks):
             raise Failure(Status.REJECTED, "the executor returned other outputs than asked for",
                           {"kind": "channel"}, fatal=True)
