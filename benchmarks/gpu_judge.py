@@ -117,6 +117,8 @@ def main() -> int:
     parser.add_argument("--shard", default="0/1", help="I/N: every N-th step of the plan from "
                         "the I-th (several processes share the plan).")
     parser.add_argument("--verdict-timeout-s", type=float, default=120.0)
+    parser.add_argument("--scan-off", action="store_true", help="Judge with the static source "
+                        "scan off: only what the candidate does when it runs decides")
     args = parser.parse_args()
     start = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -147,6 +149,10 @@ def main() -> int:
         if time.monotonic() - start > args.budget_s:
             doc["skipped"].append(path.name)
             continue
+        if args.scan_off:
+            opts = {**opts, "static": False}
+        if path.name in ("rmsnorm_visible_shapes_only", "rmsnorm_task_toml_shapes"):
+            opts = {**opts, "hidden": True}  # they behave honestly unless hidden workloads are judged
         doc["verdicts"].append(judge_one(kind, path, timeout_s=args.verdict_timeout_s, **opts))
         v = doc["verdicts"][-1]
         print(f"{kind} {path.name}: {v.get('status', 'ERROR')} in {v['wall_s']} s "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call for the judge (issue 15) and the LLM profile tool (issue 19), in order:
-#  1. verdict wall time and its phases, solo: rmsnorm_rowwise, then cross_entropy and softmax;
+#  1. verdict wall time and its phases, solo: every correct fixture and the GPU-only cheats;
 #  2. the cheats the last sessions did not reach on the GPU (CHEATS), two processes at once
 #     (their wall times are inflated by the sharing; only their verdicts matter), beside the
 #     scripted-model `forge run` calling the profile tool (benchmarks/gpu_llm_profile.py);
@@ -15,16 +15,15 @@ CHEATS=${CHEATS:-rmsnorm_relabelled_caller,rmsnorm_slow_reference_signal,rmsnorm
 mkdir -p "$OUT"
 step() { echo "=== $* ($(date +%T))"; }
 
-step "1. correct verdicts, solo"
-timeout -s KILL 170 python3 benchmarks/gpu_judge.py --out "$OUT/correct" --commit "$COMMIT" --quick \
-  --only rmsnorm_rowwise,cross_entropy_rowwise,softmax_rowwise --budget-s 150 --verdict-timeout-s 60 \
-  > "$OUT/correct.log" 2>&1
-tail -8 "$OUT/correct.log"
+step "1. every correct fixture and the GPU-only cheats, solo"
+timeout -s KILL 250 python3 benchmarks/gpu_judge.py --out "$OUT/correct" --commit "$COMMIT" --quick \
+  --budget-s 220 --verdict-timeout-s 60 > "$OUT/correct.log" 2>&1
+tail -14 "$OUT/correct.log"
 
 step "2. cheats not yet run on the GPU (2 shards) + the scripted model's profile call"
 for i in 0 1; do
   timeout -s KILL 230 python3 benchmarks/gpu_judge.py --out "$OUT/cheats$i" --commit "$COMMIT" --cheats \
-    --only "$CHEATS" --shard "$i/2" --budget-s 210 --verdict-timeout-s 90 > "$OUT/cheats$i.log" 2>&1 &
+    --only "$CHEATS" --scan-off --shard "$i/2" --budget-s 210 --verdict-timeout-s 90 > "$OUT/cheats$i.log" 2>&1 &
 done
 timeout -s KILL 230 python3 benchmarks/gpu_llm_profile.py --out "$OUT/llm" --commit "$COMMIT" > "$OUT/llm.log" 2>&1 &
 wait

@@ -407,11 +407,15 @@ def test_work_after_the_signal_is_rejected_when_the_median_batch_shows_it():
     from forgekernel.judge.failure import Failure
 
     slot = SimpleNamespace(label="M=8192 x N=16384")
-    one_hiccup = [(0.02, 0.11)] * 5 + [(0.418, 0.11)]  # a host delay on one round trip
+    one_hiccup = [(0.02, 0.11)] * 5 + [(0.9, 0.11)]  # a host delay on one round trip
     gated._tail(slot, one_hiccup)
+    first_sync = [(0.35, 0.11)] * 6  # the first synchronisation after a batch costs this on the H200
+    assert gated._tail(slot, first_sync, [0.3] * 6) == {"candidate_ms": 0.35, "reference_ms": 0.3}
     with pytest.raises(Failure) as err:  # a side stream shows after every batch
-        gated._tail(slot, [(0.3, 0.11)] * 4 + [(0.01, 0.11)] * 2)
+        gated._tail(slot, [(1.2, 0.11)] * 4 + [(0.01, 0.11)] * 2, [0.3] * 6)
     assert err.value.details["kind"] == "side_stream" and "median of 6 batches" in str(err.value)
+    with pytest.raises(Failure):  # half a call's work left running on a long call
+        gated._tail(slot, [(3.0, 4.0)] * 6, [0.2] * 6)
 
 
 def test_torchs_own_dynamo_wrapper_is_not_tampering_but_a_lookalike_is():

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import json
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -224,8 +226,8 @@ def _check_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str, .
     """What an agent may run for a quick verdict on the workspace (`forge check`: visible
     smoke workloads, no timing)."""
     unsafe_flag = ("--unsafe-no-sandbox",) if unsafe else ()
-    return (sys.executable, "-I", "-m", "forgekernel.cli", "check", str(rd.task_dir),
-            str(rd.workspace), "--delivery", delivery, "--json", *unsafe_flag)  # -I: the cwd shadows nothing
+    return _forge_cli("check", str(rd.task_dir), str(rd.workspace), "--delivery", delivery, "--json",
+                      *unsafe_flag)
 
 
 def _profile_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str, ...]:
@@ -234,8 +236,27 @@ def _profile_command(rd: Any, delivery: str, unsafe: bool = False) -> tuple[str,
     if delivery not in ("cpu", "local"):
         return ()
     unsafe_flag = ("--unsafe-no-sandbox",) if unsafe else ()
-    return (sys.executable, "-I", "-m", "forgekernel.cli", "profile", str(rd.task_dir), "--kernel",
-            str(rd.workspace), "--delivery", delivery, "--json", *unsafe_flag)
+    return _forge_cli("profile", str(rd.task_dir), "--kernel", str(rd.workspace), "--delivery", delivery,
+                      "--json", *unsafe_flag)
+
+
+@functools.lru_cache(maxsize=1)
+def _isolated_import_works() -> bool:
+    """Whether ``python -I`` finds forgekernel (it does when installed; not when only a
+    PYTHONPATH points at it, as on a machine it was copied to)."""
+    probe = subprocess.run([sys.executable, "-I", "-c", "import forgekernel"], capture_output=True, timeout=60)
+    return probe.returncode == 0
+
+
+def _forge_cli(*args: str) -> tuple[str, ...]:
+    """An agent's `forge` command: ``python -I`` (the cwd and PYTHON* variables shadow
+    nothing), with this process's ``sys.path`` fixed in the command where -I alone would
+    not find forgekernel."""
+    if _isolated_import_works():
+        return (sys.executable, "-I", "-m", "forgekernel.cli", *args)
+    from forgekernel.sandbox import python_argv
+
+    return tuple(python_argv("forgekernel.cli", args))
 
 
 class _CtrlC:

@@ -251,7 +251,7 @@ class CandidateProcess:
                           "blocking copy); forge times calls back to back, so they must not wait",
                           {"kind": "host_sync"}, fatal=True)
         synced = self._round_trip(sync=True, where=slot.label)  # waits for work left running
-        idle = self._round_trip(sync=True, where=slot.label)  # the same on an idle device
+        idle = self._round_trip(sync=True, where=slot.label)  # the same on the idle device
         return (seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
                 max(0.0, (synced - idle) * 1e3))
 

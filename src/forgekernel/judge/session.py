@@ -138,6 +138,9 @@ class Session:
         self.observed: list[dict[str, Any]] = []
         self.phases: dict[str, float] = {}
         self.spent = Spent()
+        self.tails: dict[str, dict[str, float]] = {}
+        """Per timed workload (GPU): ms the first synchronisation after a batch took beyond a
+        second one, median over the batches, the candidate's and the reference's."""
 
     # ------------------------------------------------------------ workloads
     def _slots(self) -> list[Slot]:
