@@ -440,3 +440,16 @@ def test_torchs_own_dynamo_wrapper_is_not_tampering_but_a_lookalike_is():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[]", "['torch.manual_seed']"], out.stdout
+
+
+def test_what_the_executor_reports_left_changed_ends_the_verdict():
+    from forgekernel.judge.failure import Failure
+    from forgekernel.judge.remote import CandidateProcess
+
+    CandidateProcess._integrity({"ok": True}, "M=16 x N=256")  # nothing left changed
+    cases = {"l2_persisting": (1 << 20, "persisting L2"), "stream": (True, "CUDA stream"),
+             "threads": (["t"], "thread"), "timers": (["ITIMER_REAL"], "timers")}
+    for fact, (value, words) in cases.items():
+        with pytest.raises(Failure) as err:
+            CandidateProcess._integrity({fact: value}, "M=16 x N=256")
+        assert err.value.status is Status.REJECTED and words in str(err.value), fact

@@ -72,6 +72,11 @@ class Executor:
             facts["threads"] = threads[:3]
         if stream is not None and torch.cuda.current_stream() != stream:
             facts["stream"] = True
+        if self.device == "cuda" and torch.cuda.is_initialized():
+            from forgekernel.judge import ipc
+
+            if ipc.persisting_l2_bytes():
+                facts["l2_persisting"] = ipc.persisting_l2_bytes()
         return facts
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:

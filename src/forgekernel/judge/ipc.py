@@ -35,6 +35,19 @@ def _check(lib: Any, rc: int, what: str) -> None:
         raise RuntimeError(f"{what}: {(name.value or b'?').decode()}")
 
 
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+
+def persisting_l2_bytes() -> int:
+    """The current context's persisting-L2 set-aside (``cuCtxGetLimit``): lines in it are
+    not evicted by the memory a timed batch streams through, so timings would depend on it."""
+    lib = _driver()
+    value = ctypes.c_size_t(0)
+    _check(lib, lib.cuCtxGetLimit(ctypes.byref(value), ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE)),
+           "cuCtxGetLimit")
+    return int(value.value)
+
+
 @dataclass(frozen=True)
 class Slice:
     """A tensor at ``offset`` bytes into a pool: dtype, shape (contiguous)."""

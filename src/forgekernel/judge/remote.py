@@ -111,6 +111,10 @@ class CandidateProcess:
         if reply.get("stream"):
             raise Failure(Status.REJECTED, f"changed the current CUDA stream during {where}",
                           {"kind": "stream"}, fatal=True)
+        if reply.get("l2_persisting"):
+            raise Failure(Status.REJECTED, f"set aside {reply['l2_persisting']} bytes of persisting L2 "
+                          f"cache during {where} (cache settings that outlive a call change what the "
+                          "next one is timed at)", {"kind": "cache"}, fatal=True)
 
     def load(self, kernelbench: bool) -> None:
         """Import the candidate; for KernelBench, build ModelNew at every workload."""

@@ -16,7 +16,6 @@ import io
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,7 +324,10 @@ def run_ncu(ncu: str, spec_file: Path, log_file: Path, *, kernel_regex: str | No
 def _run_once(ncu: str, metrics: list[str], spec_file: Path, log_file: Path,
               kernel_regex: str | None, timeout_s: float, env: dict[str, str],
               launch_count: int, nvtx: bool) -> NcuResult:
-    target = [sys.executable, "-m", "forgekernel.profile.ncu_target", str(spec_file)]
+    from forgekernel.sandbox import python_argv
+
+    # this process's sys.path, fixed: the filtered environment carries no PYTHONPATH
+    target = python_argv("forgekernel.profile.ncu_target", [str(spec_file)])
     cmd = ncu_command(ncu, metrics, log_file, target, kernel_regex, launch_count, nvtx)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
