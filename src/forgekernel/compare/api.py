@@ -20,6 +20,11 @@ REPO = Path(__file__).resolve().parents[3]
 """The source checkout holding this package (its tasks/ and kernels/, when it has them)."""
 
 
+BUDGET_SHARE = 0.75
+"""The worker starts no new workload after this share of ``--timeout`` (those left are
+"not reached" in the record), so a slow peer costs workloads, never the whole comparison."""
+
+
 class CompareError(ForgeError, RuntimeError):
     """Bad input to `forge compare`, or a worker that gave no answer (one line)."""
 
@@ -93,7 +98,7 @@ def compare(task: TaskSpec, runner: Runner, kernels: list[Path], *, which: str, 
     chosen = choose_workloads(task, which, runner.timing_label)
     payload = {"task": task.root, "workloads": [dict(w.axes) for w in chosen], "peers": plan,
                "reps": reps, "warmup": 3 if runner.timing_label == "cpu-interpret" else 10,
-               "budget_s": max(10.0, timeout_s - 60.0)}
+               "budget_s": BUDGET_SHARE * timeout_s}
     raw = _run(runner, payload, timeout_s, sandbox)
     return build(raw, task=task.name, delivery=runner.name, commit=commit, kernels=names,
                  skipped=sorted(skip), sandbox=sandbox_note)
