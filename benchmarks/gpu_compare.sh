@@ -17,7 +17,7 @@ WORK=${WORK:-/tmp/forge_compare}
 DEST=${OUT:-/tmp}
 DELIVERY=${DELIVERY:-local}    # DELIVERY=cpu WORKLOADS=smoke: the same script under the CPU interpreter
 WORKLOADS=${WORKLOADS:-all}
-rm -rf "$WORK" && mkdir -p "$WORK"
+rm -rf "$WORK" && mkdir -p "$WORK" "$DEST"
 begin=$(date +%s)
 left=$(wc -w <<< "$TASKS")
 for t in $TASKS; do

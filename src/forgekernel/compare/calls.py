@@ -59,8 +59,14 @@ def library_call(spec: PeerSpec, input_names: list[str], axes: dict[str, int]) -
 
 
 def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compile(fn)`` for one shape per workload; dynamo's recompile limit raised so a
+    task's many workloads never fall back to eager silently (still timed as "compile")."""
     import torch
 
+    cfg = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):
+        if isinstance(getattr(cfg, name, None), int):
+            setattr(cfg, name, max(getattr(cfg, name), 64))
     return torch.compile(fn, dynamic=False)
 
 
