@@ -27,8 +27,8 @@ def _runner(delivery: str):
 
 @app.command()
 def compare(
-    task_arg: str = typer.Argument(..., metavar="TASK", help="Task directory, or a name under tasks/."),
-    kernels: list[Path] = typer.Argument(None, metavar="[KERNEL...]", help="kernel.py files, their "
+    task: str = typer.Argument(..., metavar="TASK", help="Task directory, or a name under tasks/."),
+    kernels: list[Path] = typer.Argument(None, metavar="KERNEL...", help="kernel.py files, their "
                                          "directories or run dirs (default: kernels/<task>/kernel.py)."),
     workloads: str = typer.Option(None, "--workloads", help="smoke or all (default: smoke on the cpu "
                                   "runner, all on a GPU)."),
@@ -52,17 +52,17 @@ def compare(
     from forgekernel.preflight import sandbox_ready
     from forgekernel.task import load_task
 
-    task = load_task(api.resolve_task(task_arg), check_reference=False)
-    paths = [api.resolve_kernel(k) for k in kernels] if kernels else [api.default_kernel(task)]
+    spec = load_task(api.resolve_task(task), check_reference=False)
+    paths = [api.resolve_kernel(k) for k in kernels] if kernels else [api.default_kernel(spec)]
     runner = _runner(delivery)
     held = sandbox_ready(runner.name, unsafe_no_sandbox)
     cpu = runner.timing_label == "cpu-interpret"
     which = "smoke" if smoke else workloads or ("smoke" if cpu else "all")
-    record = api.compare(task, runner, paths, which=which, reps=reps or (5 if cpu else 60),
+    record = api.compare(spec, runner, paths, which=which, reps=reps or (5 if cpu else 60),
                          skip=set(skip), sandbox=not unsafe_no_sandbox, timeout_s=timeout,
-                         commit=commit or git_commit(Path(task.root)), sandbox_note=held)
-    json_path = json_path or Path(f"compare_{task.name}.json")
-    plot_path = plot_path or Path(f"compare_{task.name}.png")
+                         commit=commit or git_commit(Path(spec.root)), sandbox_note=held)
+    json_path = json_path or Path(f"compare_{spec.name}.json")
+    plot_path = plot_path or Path(f"compare_{spec.name}.png")
     write(record, json_path)
     typer.echo(render.text(record))
     drawn = render.plot(record, plot_path)
