@@ -14,6 +14,7 @@ table goes to stdout. Every number comes from the JSON files named; none is type
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -69,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("json", nargs="+", type=Path, help="compare JSON files (one per task)")
     ap.add_argument("--readme", type=Path, help="replace the table between the markers in this file")
     args = ap.parse_args(argv)
-    records = [load(p) for p in args.json]
-    block = f"{START}\n{table(records)}\n\nFrom:\n\n{sources(records, args.json)}\n{END}"
+    paths = [p for p in args.json if "workloads" in json.loads(p.read_text())]
+    for p in sorted(set(args.json) - set(paths)):  # compare_summary.json, say
+        sys.stderr.write(f"{p}: not a compare record, left out\n")
+    records = [load(p) for p in paths]
+    block = f"{START}\n{table(records)}\n\nFrom:\n\n{sources(records, paths)}\n{END}"
     if args.readme is None:
         sys.stdout.write(block + "\n")
         return 0
