@@ -40,10 +40,9 @@ for t in $TASKS; do
   echo "exit $rc after $(( $(date +%s) - start )) s"
   grep -E "^(forge: |wrote )" "$WORK/$t.log" || tail -n 3 "$WORK/$t.log"
 done
-jsons=$(ls "$WORK"/*.json 2>/dev/null)
-if [ -n "$jsons" ]; then
-  # shellcheck disable=SC2086
-  python3 benchmarks/compare_table.py $jsons > "$WORK/compare_table.md"
+if ls "$WORK"/*.json > /dev/null 2>&1; then  # the table names the files relative to $WORK
+  table=$PWD/benchmarks/compare_table.py
+  (cd "$WORK" && python3 "$table" ./*.json > compare_table.md)
 fi
 python3 - "$WORK" "$TASKS" <<'PY'
 import datetime, json, sys

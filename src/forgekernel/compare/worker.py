@@ -114,7 +114,7 @@ def _workload(ctx: dict[str, Any], wl: Any, payload: dict[str, Any], clock: Any)
         rows.append(row)
         if call is not None:
             timed[peer["name"]] = call
-    del ctx["oracle"], ctx["refs"]
+    del ctx["oracle"], ctx["refs"], oracle, refs  # the peers' own inputs stay, for timing
     warmup = int(payload.get("warmup", 3))
     times = measure(timed, clock, reps=int(payload.get("reps", 5)), warmup=warmup)
     for row in rows:
