@@ -27,7 +27,7 @@ from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec, TensorSpec
 
 TOP_KEYS = ("name", "description", "arch", "language", "family", "format", "axes", "inputs",
-            "outputs", "workload", "judge", "target", "budget", "policy", "cost")
+            "outputs", "workload", "judge", "target", "budget", "policy", "cost", "peer")
 
 
 class TaskError(ForgeError, ValueError):
@@ -69,6 +69,7 @@ def parse_task(raw: dict[str, Any], toml_path: Path) -> TaskSpec:
     data = dict(raw)
     data["root"] = str(toml_path.parent.resolve())
     workloads = data.pop("workload", [])
+    peers = data.pop("peer", [])  # `forge compare`'s library peers: checked here, read there
     if not isinstance(workloads, list):
         raise TaskError(f"{where}: workload must be an array of tables, one [[workload]] per shape")
     data["workloads"] = [_workload(w, i, where) for i, w in enumerate(workloads)]
@@ -77,6 +78,10 @@ def parse_task(raw: dict[str, Any], toml_path: Path) -> TaskSpec:
     except ValidationError as exc:
         raise TaskError(f"{where}: {_describe(exc, data)}") from None
     _cross_check(task, where)
+    if peers:
+        from forgekernel.compare.peers import parse_peers
+
+        parse_peers(peers, task, where)
     return task
 
 
