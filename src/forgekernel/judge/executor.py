@@ -353,7 +353,9 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
 def main(argv: list[str]) -> None:
     """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD``."""
     sys.dont_write_bytecode = True  # python -I ignores PYTHONDONTWRITEBYTECODE; nothing is written
-    mark = _Boot()
+    from forgekernel.judge.boot import Boot, warm_cuda
+
+    mark = Boot()
     import torch  # noqa: F401  (before any candidate code)
 
     mark("torch_s")
@@ -366,41 +368,12 @@ def main(argv: list[str]) -> None:
     mark("watching_s")
     cmd_fd, res_fd, scratch, device, interpret, words_fd = argv
     if device == "cuda":
-        _warm_cuda()
+        warm_cuda()
         mark("cuda_s")
     ex = Executor(Path(scratch), device, interpret == "1", int(words_fd))
     mark("harness_s")
     ex.boot = mark.seconds
     serve(ex, int(cmd_fd), int(res_fd))
-
-
-class _Boot:
-    """Seconds each step of the executor's start took (reported with the load, as data)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self.last = time.perf_counter()
-
-    def __call__(self, name: str) -> None:
-        now = time.perf_counter()
-        self.seconds[name] = round(now - self.last, 3)
-        self.last = now
-
-
-def _warm_cuda() -> None:
-    """What every GPU candidate needs first, done before it is known (while the verifier
-    calibrates): the CUDA context and Triton's driver utilities (a C module Triton builds
-    with the host compiler into this executor's own cache on first use)."""
-    import torch
-
-    torch.cuda.init()
-    torch.empty(1, device="cuda")
-    try:
-        from triton.runtime import driver
-
-        driver.active.utils  # noqa: B018  (the property builds and loads the module)
-    except Exception:  # no Triton or no driver here: the candidate's import says so itself
-        pass
 
 
 if __name__ == "__main__":

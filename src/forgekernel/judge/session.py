@@ -10,15 +10,13 @@ patterns, second time on a copy of the inputs at a new address).
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forgekernel.judge import accounting, guards
 from forgekernel.judge import correctness as cx
-from forgekernel.judge import guards
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
 from forgekernel.judge.options import JudgeOptions
@@ -84,27 +82,6 @@ def _ratio(check: cx.Check) -> float:
     return check.max_rel / check.tol if check.tol else check.max_rel
 
 
-class Spent:
-    """Wall seconds the verifier spent per kind of work, summed (``profile['spent']``):
-    where a verdict's time goes, by the verifier's clock (the executor's requests by name)."""
-
-    def __init__(self) -> None:
-        self.totals: dict[str, list[float]] = {}
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            entry = self.totals.setdefault(name, [0, 0.0])
-            entry[0] += 1
-            entry[1] += time.perf_counter() - start
-
-    def as_dict(self) -> dict[str, dict[str, float]]:
-        return {k: {"n": int(n), "s": round(s, 3)} for k, (n, s) in sorted(self.totals.items())}
-
-
 class Session:
     """The worker's state for one candidate."""
 
@@ -137,10 +114,8 @@ class Session:
         self.ref_ops: set[str] | None = None
         self.observed: list[dict[str, Any]] = []
         self.phases: dict[str, float] = {}
-        self.spent = Spent()
-        self.tails: dict[str, dict[str, float]] = {}
-        """Per timed workload (GPU): ms the first synchronisation after a batch took beyond a
-        second one, median over the batches, the candidate's and the reference's."""
+        self.spent = accounting.Spent()
+        self.tails: dict[str, dict[str, float]] = {}  # per timed workload (GPU): gated._tail
 
     # ------------------------------------------------------------ workloads
     def _slots(self) -> list[Slot]:

@@ -9,15 +9,14 @@ Its one answer goes back on the signed channel; nothing it prints is ever parsed
 
 from __future__ import annotations
 
-import contextlib
 import platform
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from forgekernel.delivery.channel import Envelope, receive
+from forgekernel.judge import accounting
 
 
 def main() -> None:
@@ -56,7 +55,7 @@ def _early_executor(env: Envelope) -> Any:
 def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> Any:
     """Everything before the candidate's first call: the session, the executor started (it
     imports torch while the reference is calibrated here), calibration and clocks."""
-    clock = _Phases(phases)
+    clock = accounting.Phases(phases)
     with clock("imports_s"):
         from forgekernel.judge import timing
         from forgekernel.judge.session import Session
@@ -112,7 +111,7 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     from forgekernel.records import Status
 
     status, reason, details, timed = Status.PASSED, "", {}, None
-    clock = _Phases(session.phases)
+    clock = accounting.Phases(session.phases)
     try:
         with clock("import_s"):
             session.load()
@@ -130,21 +129,6 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     finally:
         session.close()
     return _result(session, status, reason, details, timed, base)
-
-
-class _Phases:
-    """Wall seconds of each phase of the judgement (``profile['phases']``)."""
-
-    def __init__(self, into: dict[str, float]) -> None:
-        self.into = into
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.into[name] = round(time.perf_counter() - start, 3)
 
 
 def _result(session: Any, status: Any, reason: str, details: dict[str, Any],

@@ -1,0 +1,44 @@
+"""Where a judgement's wall time goes, by the verifier's clock: its phases in order
+(``profile['phases']``) and the time spent per kind of work, summed (``profile['spent']``)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+
+
+class Phases:
+    """Wall seconds of each phase of the judgement (``profile['phases']``)."""
+
+    def __init__(self, into: dict[str, float]) -> None:
+        self.into = into
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.into[name] = round(time.perf_counter() - start, 3)
+
+
+class Spent:
+    """Wall seconds the verifier spent per kind of work, summed (``profile['spent']``):
+    where a verdict's time goes, by the verifier's clock (the executor's requests by name)."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, list[float]] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            entry = self.totals.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += time.perf_counter() - start
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        return {k: {"n": int(n), "s": round(s, 3)} for k, (n, s) in sorted(self.totals.items())}
