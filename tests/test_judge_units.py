@@ -447,7 +447,7 @@ def test_what_the_executor_reports_left_changed_ends_the_verdict():
     from forgekernel.judge.remote import CandidateProcess
 
     CandidateProcess._integrity({"ok": True}, "M=16 x N=256")  # nothing left changed
-    cases = {"l2_persisting": (1 << 20, "persisting L2"), "stream": (True, "CUDA stream"),
+    cases = {"l2_persisting": ("11796480 -> 39321600", "persisting-L2"), "stream": (True, "CUDA stream"),
              "threads": (["t"], "thread"), "timers": (["ITIMER_REAL"], "timers")}
     for fact, (value, words) in cases.items():
         with pytest.raises(Failure) as err:

@@ -52,6 +52,13 @@ class Executor:
         self.candidate_dir = ""
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.boot: dict[str, float] = {}
+        self.l2_set_aside: int | None = None
+        """The context's persisting-L2 limit before any candidate code (the driver's default
+        is not 0: 11796480 bytes on the H200); a change is reported."""
+        if device == "cuda":
+            from forgekernel.judge import ipc
+
+            self.l2_set_aside = ipc.persisting_l2_bytes()
 
     def integrity(self, threads_before: set[int], stream: Any) -> dict[str, Any]:
         """What the candidate left changed: library functions, live threads, the stream."""
@@ -72,11 +79,11 @@ class Executor:
             facts["threads"] = threads[:3]
         if stream is not None and torch.cuda.current_stream() != stream:
             facts["stream"] = True
-        if self.device == "cuda" and torch.cuda.is_initialized():
+        if self.l2_set_aside is not None:
             from forgekernel.judge import ipc
 
-            if ipc.persisting_l2_bytes():
-                facts["l2_persisting"] = ipc.persisting_l2_bytes()
+            if ipc.persisting_l2_bytes() != self.l2_set_aside:
+                facts["l2_persisting"] = f"{self.l2_set_aside} -> {ipc.persisting_l2_bytes()}"
         return facts
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:

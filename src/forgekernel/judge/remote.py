@@ -112,8 +112,8 @@ class CandidateProcess:
             raise Failure(Status.REJECTED, f"changed the current CUDA stream during {where}",
                           {"kind": "stream"}, fatal=True)
         if reply.get("l2_persisting"):
-            raise Failure(Status.REJECTED, f"set aside {reply['l2_persisting']} bytes of persisting L2 "
-                          f"cache during {where} (cache settings that outlive a call change what the "
+            raise Failure(Status.REJECTED, f"changed the persisting-L2 set-aside ({reply['l2_persisting']} "
+                          f"bytes) during {where} (cache settings that outlive a call change what the "
                           "next one is timed at)", {"kind": "cache"}, fatal=True)
 
     def load(self, kernelbench: bool) -> None:
