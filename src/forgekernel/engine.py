@@ -14,14 +14,12 @@ moment safe to resume.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forgekernel import rundir
+from forgekernel import lockfile, rundir
 from forgekernel.config import Settings
 from forgekernel.decisions import Attempt, Confirm, JudgePending, Replan, Stop, decide
 from forgekernel.ledger import Ledger
@@ -65,22 +63,12 @@ def run(run_dir: Path, coder: Coder, architect: Architect, judge: Judge, runner:
                     return s.finish(reason)
 
 
-@contextlib.contextmanager
-def _locked(rd: rundir.RunDir) -> Iterator[None]:
+def _locked(rd: rundir.RunDir) -> contextlib.AbstractContextManager[None]:
     """One `forge run` per run dir; the lock dies with its process (even on SIGKILL)."""
-    try:
-        fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise EngineError(f"{rd.root}: cannot take the run dir's lock ({exc.strerror or exc}); "
-                          "`forge run` needs to write the run dir") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise EngineError(f"{rd.root}: another `forge run` is using this run dir") from None
-        yield
-    finally:
-        os.close(fd)
+    return lockfile.exclusive(
+        rd.lock, EngineError(f"{rd.root}: another `forge run` is using this run dir"),
+        lambda exc: EngineError(f"{rd.root}: cannot take the run dir's lock ({exc.strerror or exc}); "
+                                "`forge run` needs to write the run dir"))
 
 
 def load_state(rd: rundir.RunDir) -> RunState:

@@ -141,11 +141,7 @@ def _seams(rd: Any, parts: Any, judge_impl: str | None, unsafe: bool = False) ->
 def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
                script: Path | None, unsafe: bool = False) -> None:
     """Everything a new run needs, checked before anything is created (forge evolve)."""
-    from forgekernel import preflight
-
-    wanted = preflight.Wanted(settings.agent, settings.architect, settings.delivery, settings.gpu)
-    preflight.prepare(settings, wanted, agent=agent, architect=architect, delivery=delivery,
-                      script=script, unsafe_no_sandbox=unsafe)
+    _prepare(settings, None, agent, architect, delivery, script, unsafe)
 
 
 def _create(target: Path, settings: Any, out: Path | None) -> Path:
