@@ -38,8 +38,16 @@ from forgekernel.agents import prompting
 from forgekernel.agents.base import ArchitectContext, CoderContext
 from forgekernel.judge import feedback
 from forgekernel.ledger import PlanEvent, StartedEvent
-from forgekernel.records import AgentCost, Attempt, Status, Verdict, Workload, WorkloadResult
-from forgekernel.runstate import AGENT_ERROR, Limits, RunState
+from forgekernel.records import (
+    AgentCost,
+    Attempt,
+    AttemptOutcome,
+    Status,
+    Verdict,
+    Workload,
+    WorkloadResult,
+)
+from forgekernel.runstate import Limits, RunState
 from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,9 +213,9 @@ def scene(kind: str, tmp: Path) -> Scene:
                         candidate=best.candidate, agent=cost, verdict=best, accepted=True, best=True))
     coder_first = _coder_context(spec, rd, state, ws, "M0.2", coder_p)
 
-    state.apply(Attempt(seq=2, time=state.started[1].time, milestone="M0", row="M0.2", agent=cost,
-                        error=f"{AGENT_ERROR}made no edit: the workspace still holds the kernel it "
-                              f"was given ({best.candidate}); nothing to judge"))
+    state.apply(Attempt.failed(AttemptOutcome.AGENT_ERROR, "made no edit: the workspace still holds the "
+                               f"kernel it was given ({best.candidate}); nothing to judge",
+                               seq=2, time=state.started[1].time, milestone="M0", row="M0.2", agent=cost))
     state.apply(StartedEvent(seq=3, milestone="M0", row="M0.2", candidate=FAILED_CID, agent=cost,
                              summary="four rows per program for N <= 1024; " + PRICE_NOTE))
     _store(rd, FAILED_CID, failed_src)

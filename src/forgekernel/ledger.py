@@ -78,6 +78,8 @@ class StartedEvent(Marker):
     candidate: str
     agent: AgentCost
     summary: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The coder's machine-readable state (``CoderResult.data``); absent in older ledgers."""
 
 
 class RowEvent(Marker):

@@ -16,8 +16,8 @@ from typing import Any
 
 from forgekernel import curriculum as C
 from forgekernel import explain, rundir
-from forgekernel.records import Attempt, Verdict
-from forgekernel.runstate import DUPLICATE, RunState, replay
+from forgekernel.records import Attempt, AttemptOutcome, Verdict
+from forgekernel.runstate import RunState, replay
 
 
 def timed(verdict: Verdict | None) -> list:
@@ -62,7 +62,7 @@ def summary_line(state: RunState) -> str:
 def status_of(a: Attempt) -> str:
     if a.verdict is not None:
         return a.verdict.status.value
-    return "DUPLICATE" if a.error.startswith(DUPLICATE) else "ERROR"
+    return "DUPLICATE" if a.outcome is AttemptOutcome.DUPLICATE else "ERROR"
 
 
 def _fmt(v: float | None, spec: str = ".4g") -> str:

@@ -25,11 +25,8 @@ from forgekernel.ledger import (
     SessionEvent,
     StartedEvent,
 )
-from forgekernel.records import Attempt, Curriculum
+from forgekernel.records import Attempt, AttemptOutcome, Curriculum
 from forgekernel.runconfig import EngineKnobs, RunConfig
-
-AGENT_ERROR = "agent error: "
-DUPLICATE = "duplicate of attempt "
 
 
 @dataclass(frozen=True)
@@ -214,7 +211,7 @@ class RunState:
     def trailing_agent_errors(self) -> int:
         n = 0
         for q in sorted(self.attempts, reverse=True):
-            if not self.attempts[q].error.startswith(AGENT_ERROR):
+            if self.attempts[q].outcome is not AttemptOutcome.AGENT_ERROR:
                 break
             n += 1
         return n

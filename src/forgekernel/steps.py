@@ -37,10 +37,20 @@ from forgekernel.ledger import (
     now,
 )
 from forgekernel.protocols import Progress
-from forgekernel.records import AgentCost, Attempt, DecisionRow, Milestone, Profile, Verdict
-from forgekernel.runstate import AGENT_ERROR, DUPLICATE, Limits, RowCount, RunState, replay
-from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
+from forgekernel.records import (
+    AgentCost,
+    Attempt,
+    AttemptOutcome,
+    DecisionRow,
+    Milestone,
+    Profile,
+    Verdict,
+)
+from forgekernel.runstate import Limits, RowCount, RunState, replay
+from forgekernel.seams import EngineError, ProgressEvent, ProgressKind, RunOutcome, Seams
 from forgekernel.workspace import Workspace
+
+AGENT = AttemptOutcome.AGENT_ERROR
 
 
 class Steps:
@@ -58,7 +68,7 @@ class Steps:
         self._prescriptions: dict[str, tuple[str, ...]] = {}
 
     # -- plumbing
-    def emit(self, kind: str, message: str, **data: Any) -> None:
+    def emit(self, kind: ProgressKind, message: str, **data: Any) -> None:
         self.say(ProgressEvent(kind, message, data))
 
     def record(self, ev: Event) -> Event:
@@ -180,35 +190,36 @@ class Steps:
             self.emit("note", f"{row.id} closed: {exc}")
             return False
         except AgentError as exc:
-            return self._failed(seq, m, row, f"{AGENT_ERROR}{exc}", AgentCost(agent=coder.name))
+            return self._failed(seq, m, row, AGENT, str(exc), AgentCost(agent=coder.name))
         except Exception as exc:
-            self._failed(seq, m, row, f"internal error: {type(exc).__name__}: {exc}",
-                         AgentCost(agent=coder.name))
+            self._failed(seq, m, row, AttemptOutcome.INTERNAL_ERROR,
+                         f"{type(exc).__name__}: {exc}", AgentCost(agent=coder.name))
             raise
         if res.error:
-            return self._failed(seq, m, row, f"{AGENT_ERROR}{res.error}", res.cost)
+            return self._failed(seq, m, row, AGENT, res.error, res.cost)
         cid = self.seams.hasher(self.ws.root)
         if cid == given:
-            return self._failed(seq, m, row, f"{AGENT_ERROR}made no edit: the workspace still holds "
+            return self._failed(seq, m, row, AGENT, "made no edit: the workspace still holds "
                                 f"the kernel it was given ({cid}); nothing to judge", res.cost)
         prev = st.judged(cid) or next((s.seq for s in st.waiting if s.candidate == cid), None)
         if prev is not None:
-            return self._failed(seq, m, row, f"{DUPLICATE}#{prev}: candidate {cid} is unchanged; "
-                                "not judged again", res.cost, cid)
+            return self._failed(seq, m, row, AttemptOutcome.DUPLICATE, f"#{prev}: candidate {cid} "
+                                "is unchanged; not judged again", res.cost, cid)
         rundir.store_candidate(self.rd, cid, self.ws.root, {"seq": seq, "row": row.id,
                                "summary": res.summary, "cost": res.cost.model_dump(mode="json")})
         self.record(StartedEvent(seq=seq, milestone=m.id, row=row.id, candidate=cid,
-                                 agent=res.cost, summary=res.summary))
+                                 agent=res.cost, summary=res.summary, data=res.data))
         if self.limits.batch > 1:
             self.ws.reset()  # the next proposal of the batch starts from the best too
         return True
 
-    def _failed(self, seq: int, m: Milestone, row: DecisionRow, error: str, cost: AgentCost,
-                cid: str = "") -> bool:
-        self.record(Attempt(seq=seq, time=now(), milestone=m.id, row=row.id, candidate=cid,
-                            agent=cost, error=error))
+    def _failed(self, seq: int, m: Milestone, row: DecisionRow, outcome: AttemptOutcome, detail: str,
+                cost: AgentCost, cid: str = "") -> bool:
+        a = Attempt.failed(outcome, detail, seq=seq, time=now(), milestone=m.id, row=row.id,
+                           candidate=cid, agent=cost)
+        self.record(a)
         self.ws.reset()
-        self.emit("judged", f"#{seq} {row.id}: {error.splitlines()[0][:160]}", seq=seq, status="ERROR")
+        self.emit("judged", f"#{seq} {row.id}: {a.error.splitlines()[0][:160]}", seq=seq, status="ERROR")
         return True
 
     def _verified(self, cid: str, what: str) -> Path:
