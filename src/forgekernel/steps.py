@@ -29,7 +29,6 @@ from forgekernel.ledger import (
     EndEvent,
     Event,
     GateEvent,
-    Ledger,
     PlanEvent,
     RowEvent,
     SessionEvent,
@@ -46,7 +45,8 @@ from forgekernel.records import (
     Profile,
     Verdict,
 )
-from forgekernel.runstate import Limits, RowCount, RunState, replay
+from forgekernel.runrecord import RunRecord
+from forgekernel.runstate import Limits, RowCount, RunState
 from forgekernel.seams import EngineError, ProgressEvent, ProgressKind, RunOutcome, Seams
 from forgekernel.workspace import Workspace
 
@@ -59,9 +59,8 @@ class Steps:
     def __init__(self, rd: rundir.RunDir, seams: Seams, limits: Limits, progress: Progress) -> None:
         self.rd, self.seams, self.limits, self.say = rd, seams, limits, progress
         self.task = rd.task()
-        self.ledger = Ledger(rd.ledger, rd.ledger_key())
+        self.log = RunRecord(rd, limits.max_retries)
         self.ws = Workspace(rd.workspace, rd.git_dir)
-        self.state = RunState(max_retries=limits.max_retries)
         self.reference_source = (rd.task_dir / "reference.py").read_text()
         self.flags = Flags()
         self.unrecorded_cost: AgentCost | None = None
@@ -71,23 +70,24 @@ class Steps:
     def emit(self, kind: ProgressKind, message: str, **data: Any) -> None:
         self.say(ProgressEvent(kind, message, data))
 
+    @property
+    def state(self) -> RunState:
+        return self.log.state
+
     def record(self, ev: Event) -> Event:
-        self.ledger.append(ev)
-        self.state.apply(ev)
-        return ev
+        return self.log.commit(ev)
 
     def resume(self, settings: Settings | None) -> None:
-        """Rebuild the state from the ledger and put the workspace back on the best."""
-        torn = self.ledger.repair()
-        self.state = replay(self.ledger.events(), self.limits.max_retries, str(self.rd.ledger))
-        rundir.clean_partial(self.rd)
+        """Rebuild the state from the ledger and put the workspace and the derived files
+        back on the best."""
+        torn = self.log.reopen()
         best = self.state.best
         if best is not None:
             src = self._verified(best.candidate, f"the best (attempt #{best.seq})")
             self.ws.ensure_best(best.seq, best.candidate, src, self.seams.hasher)
-            rundir.install_best(self.rd, best.candidate, best.verdict)
         else:
             self.ws.recover()
+        self.log.refresh()
         again = bool(self.state.attempts or self.state.started)
         s = self.seams
         self.record(SessionEvent(pid=os.getpid(), delivery=s.runner.name, agent=s.coder.name,
@@ -138,7 +138,6 @@ class Steps:
             return False
         self.record(PlanEvent(version=new.version, reason=new.reason, after_seq=st.last_seq,
                               curriculum=C.to_dict(new), agent=res.cost, notes=res.notes))
-        rundir.atomic_write(self.rd.curriculum_version(new.version), C.dumps(new))
         self.flags.gate = None
         self.check_gate()
         return True
@@ -274,8 +273,6 @@ class Steps:
             self.ws.accept(seq, cid, src, started.summary, best=is_best)
         else:
             self.ws.reset()
-        if is_best:
-            rundir.install_best(self.rd, cid, verdict)
         x = f", {verdict.speedup:.3g}x" if verdict.speedup is not None else ""
         tag = explain.judged_note(verdict, is_best, needed if contender else None, noise)
         self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
@@ -298,8 +295,6 @@ class Steps:
             self.record(GateEvent(milestone=m.id, candidate=best.candidate, after_seq=self.state.last_seq,
                                   lines=tuple(dataclasses.asdict(r) for r in self.flags.gate.lines)))
             self.emit("gate", f"gate {m.id} passed" + (" (frozen)" if m.kind == "architecture" else ""))
-        if self.state.curriculum is not None:
-            rundir.atomic_write(self.rd.curriculum, C.dumps(self.state.curriculum))
 
     def _gate_profiles(self, m: Milestone) -> list[Profile]:
         best, profiler = self.state.best, self.seams.profiler
@@ -332,8 +327,6 @@ class Steps:
         if best is not None:
             confirm = self.confirm(best)
             met, speedup = confirm.met, confirm.verdict.speedup
-            if confirm.verdict.passed:
-                rundir.install_best(self.rd, best.candidate, confirm.verdict)
         self.record(EndEvent(reason=stop, target_met=met, after_seq=self.state.last_seq,
                              agent=self.unrecorded_cost))
         report.write(self.rd, self.state)
