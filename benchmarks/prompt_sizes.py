@@ -4,7 +4,7 @@
 
 Two runs are staged from ``tests/fixtures/prompts/`` the way the engine stages them (a run
 dir with reference.json and stored candidates, a RunState folded from ledger events, the
-contexts built by :mod:`forgekernel.views` as ``Steps`` builds them):
+contexts built by :mod:`forgekernel.run.agent_views` as ``Steps`` builds them):
 
 - ``cpu``: delivery cpu, cpu-interpret timing (a verdict and reference profile taken on the
   Triton CPU interpreter);
@@ -33,11 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import rundir, views
 from forgekernel.agents import prompting
 from forgekernel.agents.base import ArchitectContext, CoderContext
 from forgekernel.judge import feedback
-from forgekernel.ledger import PlanEvent, StartedEvent
 from forgekernel.records import (
     AgentCost,
     Attempt,
@@ -47,7 +45,10 @@ from forgekernel.records import (
     Workload,
     WorkloadResult,
 )
-from forgekernel.runstate import Limits, RunState
+from forgekernel.run import agent_views as views
+from forgekernel.run import rundir
+from forgekernel.run.ledger import PlanEvent, StartedEvent
+from forgekernel.run.state import Limits, RunState
 from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from forgekernel import curriculum as C
-from forgekernel import ledger as L
 from forgekernel.records import AgentCost, Attempt, AttemptOutcome, Status, Verdict
-from forgekernel.runstate import replay
+from forgekernel.run import ledger as L
+from forgekernel.run.state import replay
 
 PLAN = C.loads("""
 [[milestone]]

@@ -209,9 +209,9 @@ def make_architect(settings: Any = None, *, script: str | Path | None = None,
 
 def script_from_run(run_dir: Path) -> dict[str, Any]:
     """A script replaying a past run's agent outputs: its plans and its coders' edits."""
-    from forgekernel import ledger
     from forgekernel.records import Attempt, AttemptOutcome
-    from forgekernel.rundir import RunDir, candidate_files
+    from forgekernel.run import ledger
+    from forgekernel.run.rundir import RunDir, candidate_files
 
     rd = RunDir(Path(run_dir))
     steps: list[dict[str, Any]] = []

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from forgekernel import rundir
 from forgekernel.errors import ForgeError
 from forgekernel.protocols import Architect, Coder, Judge, Prescriber, Profiler, Runner
+from forgekernel.run import rundir
 
 
 class EngineError(ForgeError, RuntimeError):

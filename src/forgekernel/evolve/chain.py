@@ -18,9 +18,10 @@ from typing import Any
 
 import tomli_w
 
-from forgekernel import __version__, lockfile, rundir
+from forgekernel import __version__
 from forgekernel.config import Settings
 from forgekernel.errors import ForgeError
+from forgekernel.run import lockfile, rundir
 from forgekernel.task import load_task
 
 NOISE_RULES = ("auto", "on", "off")

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import ledger, lockfile, rundir
-from forgekernel.report import best_verdict, headline, status_of, summary_line, timed
-from forgekernel.runstate import Limits, replay
+from forgekernel.report.markdown import best_verdict, headline, status_of, summary_line, timed
+from forgekernel.run import ledger, lockfile, rundir
+from forgekernel.run.state import Limits, replay
 
 
 def running(rd: rundir.RunDir) -> bool:

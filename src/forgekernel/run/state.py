@@ -14,7 +14,8 @@ from typing import Any
 
 from forgekernel import curriculum as cur_mod
 from forgekernel.errors import ForgeError
-from forgekernel.ledger import (
+from forgekernel.records import Attempt, AttemptOutcome, Curriculum
+from forgekernel.run.ledger import (
     ConfirmEvent,
     EndEvent,
     Event,
@@ -25,8 +26,7 @@ from forgekernel.ledger import (
     SessionEvent,
     StartedEvent,
 )
-from forgekernel.records import Attempt, AttemptOutcome, Curriculum
-from forgekernel.runconfig import EngineKnobs, RunConfig
+from forgekernel.run.runconfig import EngineKnobs, RunConfig
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import rundir
 from forgekernel.agents.base import AttemptNote
 from forgekernel.agents.prompting import clean_summary
 from forgekernel.errors import ForgeError
 from forgekernel.records import Attempt, AttemptOutcome, Profile
-from forgekernel.runstate import RunState
+from forgekernel.run import rundir
+from forgekernel.run.state import RunState
 
 RETRY_DIFF_LINES = 120
 """Lines of a retry's diff shown to the coder; a longer diff is cut with a note."""

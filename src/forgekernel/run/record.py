@@ -7,10 +7,10 @@ refreshes every derived file the same way (:meth:`RunRecord.reopen`, :meth:`refr
 from __future__ import annotations
 
 from forgekernel import curriculum as C
-from forgekernel import rundir
-from forgekernel.ledger import ConfirmEvent, Event, GateEvent, Ledger, PlanEvent, RowEvent
 from forgekernel.records import Attempt, Verdict
-from forgekernel.runstate import RunState, replay
+from forgekernel.run import rundir
+from forgekernel.run.ledger import ConfirmEvent, Event, GateEvent, Ledger, PlanEvent, RowEvent
+from forgekernel.run.state import RunState, replay
 
 CHANGE_THE_PLAN = (PlanEvent, RowEvent, GateEvent, Attempt)
 """Events after which ``curriculum.toml`` (the plan with live statuses) is rewritten."""

@@ -1,7 +1,7 @@
-"""The steps :func:`forgekernel.engine.run` strings together.
+"""The steps :func:`forgekernel.run.engine.run` strings together.
 
 Every step appends to the ledger first and applies the same event to the in-memory state
-(:meth:`Steps.record`); the workspace, ``best/`` and ``curriculum.toml`` are views that a
+(:meth:`RunSession.record`); the workspace, ``best/`` and ``curriculum.toml`` are views that a
 resumed run rebuilds from the ledger.
 """
 
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from forgekernel import candidate, explain, exprs, rundir, views
+from forgekernel import candidate, exprs
 from forgekernel import curriculum as C
 from forgekernel.agents.base import (
     AgentError,
@@ -22,19 +22,7 @@ from forgekernel.agents.base import (
     NothingToTry,
 )
 from forgekernel.config import Settings
-from forgekernel.decisions import Flags
 from forgekernel.errors import ForgeError
-from forgekernel.ledger import (
-    ConfirmEvent,
-    EndEvent,
-    Event,
-    GateEvent,
-    PlanEvent,
-    RowEvent,
-    SessionEvent,
-    StartedEvent,
-    now,
-)
 from forgekernel.protocols import Progress
 from forgekernel.records import (
     AgentCost,
@@ -45,15 +33,29 @@ from forgekernel.records import (
     Profile,
     Verdict,
 )
-from forgekernel.runrecord import RunRecord
-from forgekernel.runstate import Limits, RowCount, RunState
-from forgekernel.seams import EngineError, ProgressEvent, ProgressKind, RunOutcome, Seams
-from forgekernel.workspace import Workspace
+from forgekernel.run import agent_views as views
+from forgekernel.run import explain, rundir
+from forgekernel.run.decisions import Flags
+from forgekernel.run.ledger import (
+    ConfirmEvent,
+    EndEvent,
+    Event,
+    GateEvent,
+    PlanEvent,
+    RowEvent,
+    SessionEvent,
+    StartedEvent,
+    now,
+)
+from forgekernel.run.parts import EngineError, ProgressEvent, ProgressKind, RunOutcome, Seams
+from forgekernel.run.record import RunRecord
+from forgekernel.run.state import Limits, RowCount, RunState
+from forgekernel.run.workspace import Workspace
 
 AGENT = AttemptOutcome.AGENT_ERROR
 
 
-class Steps:
+class RunSession:
     """One `forge run` session over a run dir."""
 
     def __init__(self, rd: rundir.RunDir, seams: Seams, limits: Limits, progress: Progress) -> None:
@@ -99,7 +101,7 @@ class Steps:
             self.emit("note", f"cut a torn last ledger line ({torn} bytes) left by an interruption")
         if not self.rd.reference.exists():
             self.emit("note", "analysing the reference")
-            from forgekernel.analysis import analyse_reference, bound_note, speedup_bound
+            from forgekernel.run.analysis import analyse_reference, bound_note, speedup_bound
 
             reference = analyse_reference(self.task, s.runner, s.profiler)
             rundir.write_json(self.rd.reference, reference)
@@ -320,7 +322,7 @@ class Steps:
     # -- the end
     def finish(self, stop: str) -> RunOutcome:
         """Confirm the best (interleaved re-judgement), record the end, write the report."""
-        from forgekernel import report
+        from forgekernel.report import markdown as report
 
         self.emit("stop", stop)
         best, met, speedup = self.state.best, False, None
@@ -334,7 +336,7 @@ class Steps:
                           best.candidate if best else None, speedup, self.state.iterations)
 
     def confirm(self, best: Attempt) -> ConfirmEvent:
-        """The best re-judged against the reference once (:class:`~forgekernel.decisions.Confirm`)."""
+        """The best re-judged against the reference once (:class:`~forgekernel.run.decisions.Confirm`)."""
         done = [c for c in self.state.confirms if c.candidate == best.candidate]
         if done:  # one confirmation per best: a refuted one is not re-timed until it is replaced
             return done[-1]

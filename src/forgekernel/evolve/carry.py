@@ -18,7 +18,7 @@ from typing import Any
 
 from forgekernel.agents.base import ArchitectContext, ArchitectResult
 from forgekernel.records import Curriculum, Verdict
-from forgekernel.runstate import RunState
+from forgekernel.run.state import RunState
 
 
 def _rows(state: RunState) -> list[dict[str, Any]]:
