@@ -4,7 +4,7 @@
 
 Two runs are staged from ``tests/fixtures/prompts/`` the way the engine stages them (a run
 dir with reference.json and stored candidates, a RunState folded from ledger events, the
-contexts built by :mod:`forgekernel.run.agent_views` as ``Steps`` builds them):
+contexts built by :mod:`forgekernel.run.agent_views` as ``RunSession`` builds them):
 
 - ``cpu``: delivery cpu, cpu-interpret timing (a verdict and reference profile taken on the
   Triton CPU interpreter);
