@@ -4,7 +4,7 @@
 
 Two runs are staged from ``tests/fixtures/prompts/`` the way the engine stages them (a run
 dir with reference.json and stored candidates, a RunState folded from ledger events, the
-contexts built by :mod:`forgekernel.views` as ``Steps`` builds them):
+contexts built by :mod:`forgekernel.run.agent_views` as ``RunSession`` builds them):
 
 - ``cpu``: delivery cpu, cpu-interpret timing (a verdict and reference profile taken on the
   Triton CPU interpreter);
@@ -33,13 +33,22 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import rundir, views
 from forgekernel.agents import prompting
 from forgekernel.agents.base import ArchitectContext, CoderContext
 from forgekernel.judge import feedback
-from forgekernel.ledger import PlanEvent, StartedEvent
-from forgekernel.records import AgentCost, Attempt, Status, Verdict, Workload, WorkloadResult
-from forgekernel.runstate import AGENT_ERROR, Limits, RunState
+from forgekernel.records import (
+    AgentCost,
+    Attempt,
+    AttemptOutcome,
+    Status,
+    Verdict,
+    Workload,
+    WorkloadResult,
+)
+from forgekernel.run import agent_views as views
+from forgekernel.run import rundir
+from forgekernel.run.ledger import PlanEvent, StartedEvent
+from forgekernel.run.state import Limits, RunState
 from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,9 +214,9 @@ def scene(kind: str, tmp: Path) -> Scene:
                         candidate=best.candidate, agent=cost, verdict=best, accepted=True, best=True))
     coder_first = _coder_context(spec, rd, state, ws, "M0.2", coder_p)
 
-    state.apply(Attempt(seq=2, time=state.started[1].time, milestone="M0", row="M0.2", agent=cost,
-                        error=f"{AGENT_ERROR}made no edit: the workspace still holds the kernel it "
-                              f"was given ({best.candidate}); nothing to judge"))
+    state.apply(Attempt.failed(AttemptOutcome.AGENT_ERROR, "made no edit: the workspace still holds the "
+                               f"kernel it was given ({best.candidate}); nothing to judge",
+                               seq=2, time=state.started[1].time, milestone="M0", row="M0.2", agent=cost))
     state.apply(StartedEvent(seq=3, milestone="M0", row="M0.2", candidate=FAILED_CID, agent=cost,
                              summary="four rows per program for N <= 1024; " + PRICE_NOTE))
     _store(rd, FAILED_CID, failed_src)

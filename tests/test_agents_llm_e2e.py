@@ -36,7 +36,7 @@ def forge_run(tmp: Path, env_extra: dict[str, str], *args: str) -> subprocess.Co
     env = {k: v for k, v in os.environ.items()
            if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")
            and not k.startswith("FK_")}
-    env.update(PYTHONPATH=str(REPO / "tests"), **env_extra)
+    env.update(PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]), **env_extra)
     return subprocess.run([sys.executable, "-m", "forgekernel.cli", "run", str(REPO / "tasks" / "rmsnorm"),
                            "--out", str(tmp / "run"), "--delivery", "cpu", "--max-iterations", "1",
                            *args, *judge_args()], cwd=tmp, env=env, capture_output=True, text=True,

@@ -209,6 +209,20 @@ def test_coder_climbs_never_repeats_and_exhausts(tmp_path):
     assert len(history) < 40
 
 
+def test_coder_reads_its_configuration_from_data_not_the_summary(tmp_path):
+    """The built-in coder hands its configuration back as data; the history's summary may be
+    any text (an old ledger's summary alone still works: test_coder_climbs_never_repeats)."""
+    task, src = _task("matmul")
+    cur = _plan("matmul").curriculum
+    m = cur.milestones[1]
+    first = make_coder().implement(_coder_ctx(task, src, cur, m, [], tmp_path))
+    assert first.data == templates.Config.parse(first.summary).data()
+    note = AttemptNote(seq=1, row=m.rows[0].id, status="PASSED", speedup=1.0, summary="free text",
+                       data=first.data)
+    again = make_coder().implement(_coder_ctx(task, src, cur, m, [note], tmp_path))
+    assert again.summary != first.summary
+
+
 def test_coder_stops_at_a_failed_value():
     """A compile error above the centre ends that direction (larger values are not tried)."""
     task, src = _task("rmsnorm")

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from engine_support.fake_judge import judge_in_process
 from engine_support.runs import REPO, agents, new_run, step, write_script
-from forgekernel import candidate, engine, ledger, rundir
+from forgekernel import candidate
 from forgekernel.delivery import make_runner
 from forgekernel.judge.candidate import candidate_hash
 from forgekernel.records import Attempt
+from forgekernel.run import engine, ledger, rundir
 
 RESULTS = REPO / "benchmarks" / "results"
 

@@ -19,9 +19,9 @@ import pytest
 
 from engine_support.fake_judge import judge_in_process
 from engine_support.runs import agents, new_run, step, write_script
-from forgekernel import engine
 from forgekernel.cli import main
 from forgekernel.delivery import make_runner
+from forgekernel.run import engine
 
 SEED = int(os.environ.get("FK_FUZZ_SEED", "20261203"))
 CASES = int(os.environ.get("FK_FUZZ_CASES", "14"))

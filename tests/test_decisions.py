@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from forgekernel import curriculum as C
-from forgekernel.decisions import (
+from forgekernel.records import AgentCost, Status, Verdict
+from forgekernel.records import Attempt as AttemptRecord
+from forgekernel.run.decisions import (
     Attempt,
     Confirm,
     Flags,
@@ -14,10 +16,8 @@ from forgekernel.decisions import (
     Stop,
     decide,
 )
-from forgekernel.ledger import ConfirmEvent, PlanEvent, SessionEvent, StartedEvent
-from forgekernel.records import AgentCost, Status, Verdict
-from forgekernel.records import Attempt as AttemptRecord
-from forgekernel.runstate import Limits, RunState
+from forgekernel.run.ledger import ConfirmEvent, PlanEvent, SessionEvent, StartedEvent
+from forgekernel.run.state import Limits, RunState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PLAN = """

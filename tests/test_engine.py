@@ -16,12 +16,13 @@ import pytest
 
 from engine_support.runs import KERNELS, agents, new_run, step, write_script
 from forgekernel import curriculum as C
-from forgekernel import engine, ledger, rundir, status
 from forgekernel.delivery import make_runner
 from forgekernel.judge import candidate_hash, judge
 from forgekernel.records import Attempt
-from forgekernel.report import summary_line
-from forgekernel.workspace import Workspace
+from forgekernel.report import status
+from forgekernel.report.markdown import summary_line
+from forgekernel.run import engine, ledger, rundir
+from forgekernel.run.workspace import Workspace
 
 STEPS = [step("triton_wrong.py", "M0.1", summary="forgot the weight"),
          step("triton_row_slow.py", "M0.1", summary="fused, slow", cost={"dollars": 0.25}),

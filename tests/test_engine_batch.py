@@ -20,9 +20,9 @@ import pytest
 from engine_support.fake_judge import judge as subprocess_judge
 from engine_support.fake_judge import judge_in_process
 from engine_support.runs import KERNELS, REPO, TESTS, agents, new_run, step, write_script
-from forgekernel import engine, ledger, rundir
 from forgekernel.delivery import make_runner
 from forgekernel.records import Attempt
+from forgekernel.run import engine, ledger, rundir
 
 CPU = make_runner("cpu")
 STEPS = [step("torch_slow.py"), step("wrong.py"), step("torch_fast.py")]
@@ -97,7 +97,7 @@ def test_batch_is_judged_concurrently_through_run_many(tmp_path):
 
 
 def forge_run(root, script) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(TESTS)])}
     cmd = [sys.executable, "-m", "forgekernel.cli", "run", str(root), "--script", str(script),
            "--delivery", "cpu", "--batch", "3", "--max-iterations", "3",
            "--judge", "engine_support.fake_judge:judge"]
@@ -157,7 +157,7 @@ import json, sys
 sys.path.insert(0, sys.argv[2])
 from engine_support.fake_judge import judge
 from engine_support.runs import agents
-from forgekernel import engine
+from forgekernel.run import engine
 from forgekernel.delivery.ray_runner import RayRunner
 
 class Recording(RayRunner):

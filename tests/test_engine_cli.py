@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from engine_support.runs import REPO, TESTS, new_run, step, write_script
-from forgekernel import rundir
 from forgekernel.cli import main
+from forgekernel.run import rundir
 
 FAST_JUDGE = "engine_support.fake_judge:judge_in_process"
 
@@ -117,7 +117,7 @@ def test_a_run_dir_that_cannot_be_made_is_one_line(capsys, tmp_path):
 def test_a_task_dir_gets_a_run_dir_first(tmp_path):
     script = write_script(tmp_path / "s.json", [step("torch_fast.py")])
     out_dir = tmp_path / "fresh"
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(TESTS)])}
     proc = subprocess.run([sys.executable, "-m", "forgekernel.cli", "run", str(REPO / "tasks" / "rmsnorm"),
                            "--out", str(out_dir), "--script", str(script), "--delivery", "cpu",
                            "--max-iterations", "1", "--judge", FAST_JUDGE],

@@ -3,8 +3,8 @@ judge end to end; test_engine_cli.py replays a run)."""
 
 from __future__ import annotations
 
-from forgekernel import rundir
 from forgekernel.judge.candidate import candidate_hash
+from forgekernel.run import rundir
 
 
 def test_content_hash_is_the_judges_candidate_hash(tmp_path):

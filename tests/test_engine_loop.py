@@ -16,11 +16,11 @@ from engine_support.fake_judge import LuckyFirstTiming
 from engine_support.fake_judge import judge_in_process as judge
 from engine_support.runs import agents, new_run, step, write_script
 from forgekernel import curriculum as C
-from forgekernel import engine, ledger, rundir
 from forgekernel.agents.base import AgentError
 from forgekernel.agents.scripted import load_script
 from forgekernel.delivery import make_runner
 from forgekernel.records import Attempt
+from forgekernel.run import engine, ledger, rundir
 
 CPU = make_runner("cpu")
 

@@ -10,13 +10,17 @@ from pathlib import Path
 import pytest
 
 from evolve_support import chain_judge, chains
-from forgekernel import evolve, evolve_carry, evolve_lineage, evolve_ref, rundir
 from forgekernel.agents.base import ArchitectContext
 from forgekernel.agents.builtin import BuiltinArchitect
 from forgekernel.cli import main
 from forgekernel.delivery import make_runner
-from forgekernel.ledger import read
+from forgekernel.evolve import carry as evolve_carry
+from forgekernel.evolve import generations as evolve
+from forgekernel.evolve import lineage as evolve_lineage
+from forgekernel.evolve import reference as evolve_ref
 from forgekernel.records import Attempt, Status, Verdict, WorkloadResult
+from forgekernel.run import rundir
+from forgekernel.run.ledger import read
 from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]

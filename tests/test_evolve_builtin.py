@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from forgekernel import evolve_lineage, rundir
-from forgekernel.ledger import read
+from forgekernel.evolve import lineage as evolve_lineage
 from forgekernel.records import Attempt
+from forgekernel.run import rundir
+from forgekernel.run.ledger import read
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 from evolve_support import chains
-from forgekernel import evolve_lineage, rundir
-from forgekernel.ledger import SessionEvent, StartedEvent, read
+from forgekernel.evolve import lineage as evolve_lineage
 from forgekernel.records import Attempt
+from forgekernel.run import rundir
+from forgekernel.run.ledger import SessionEvent, StartedEvent, read
 
 TESTS = Path(__file__).resolve().parent
 

@@ -453,3 +453,24 @@ def test_what_the_executor_reports_left_changed_ends_the_verdict():
         with pytest.raises(Failure) as err:
             CandidateProcess._integrity({fact: value}, "M=16 x N=256")
         assert err.value.status is Status.REJECTED and words in str(err.value), fact
+
+
+
+
+def test_the_verifiers_result_is_read_as_one_record():
+    """judge/api.py reads what the verifier sends back as a WorkerResult: a verdict from a
+    status, a JudgeError from judge_error, and a key it does not know is an error, not ignored."""
+    from forgekernel.delivery.base import JobResult
+    from forgekernel.judge.api import JudgeError, WorkerResult, _from_job
+
+    base = {"candidate": "c1", "judge": "forgekernel", "delivery": "cpu"}
+    sent = {"versions": {"python": "3"}, "device": "cpu", "status": "WRONG_VALUES", "reason": "off",
+            "details": {"kind": "values"}, "workloads": [{"axes": {"N": 4}, "passed": False}],
+            "profile": {"trials": 1}, "noise_floor": None, "speedup": None}
+    assert WorkerResult.model_validate(sent).status is Status.WRONG_VALUES
+    verdict = _from_job(JobResult(result=sent), base, 10.0)
+    assert verdict.status is Status.WRONG_VALUES and verdict.workloads[0].axes == {"N": 4}
+    with pytest.raises(JudgeError, match="could not start: ValueError: bad"):
+        _from_job(JobResult(result={"versions": {}, "device": "", "judge_error": "ValueError: bad"}), base, 10.0)
+    with pytest.raises(JudgeError, match="does not parse"):
+        _from_job(JobResult(result={**sent, "surprise": 1}), base, 10.0)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from engine_support.runs import REPO
-from forgekernel import rundir
 from forgekernel.agents import claude_code
 from forgekernel.agents.base import AgentError
 from forgekernel.config import Settings
+from forgekernel.run import rundir
 
 RMSNORM = REPO / "tasks" / "rmsnorm"
 
@@ -120,8 +120,8 @@ def test_ray_delivery_without_a_gpu_stops_before_a_run_dir(tmp_path):
 
 
 def test_an_api_model_without_a_price_is_refused_before_a_run_dir():
+    from forgekernel.cli.preflight import price_problem
     from forgekernel.config import ConfigError, Settings, load_settings
-    from forgekernel.preflight import price_problem
 
     assert "no price known for model 'my-model'" in price_problem(Settings(model="my-model"), "anthropic")
     assert price_problem(Settings(model="my-model", price="1,2"), "anthropic") == ""

@@ -3,7 +3,7 @@
 The scenes are staged by ``benchmarks/prompt_sizes.py`` (the same ones whose sizes it
 reports): a run dir from tests/fixtures/prompts (an H200 verdict and reference profile with
 PyTorch's long demangled kernel names; a cpu-interpret verdict), a RunState folded from
-ledger events, the contexts built by forgekernel.views as the engine builds them.
+ledger events, the contexts built by forgekernel.run.agent_views as the engine builds them.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from forgekernel import rundir, views
 from forgekernel.agents import prompting
 from forgekernel.records import AgentCost, Attempt, KernelStat, Profile, Status, Verdict
-from forgekernel.runstate import RunState
+from forgekernel.run import agent_views as views
+from forgekernel.run import rundir
+from forgekernel.run.state import RunState
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -238,9 +239,9 @@ def test_retry_diff_follows_the_newest_failed_candidate_of_the_row(tmp_path):
 def test_the_engine_gives_the_coder_its_start_and_the_diff_and_the_architect_its_facts(tmp_path):
     from engine_support.fake_judge import judge_in_process
     from engine_support.runs import KERNELS, agents, new_run, step, write_script
-    from forgekernel import engine
     from forgekernel.agents.scripted import ScriptedArchitect, load_script
     from forgekernel.delivery import make_runner
+    from forgekernel.run import engine
 
     class RecordingArchitect(ScriptedArchitect):
         def __init__(self, script):

@@ -6,9 +6,10 @@ import pytest
 
 from engine_support.runs import new_run
 from forgekernel import curriculum as C
-from forgekernel import ledger as L
-from forgekernel import report, rundir
 from forgekernel.records import AgentCost, Attempt, Status, Verdict, WorkloadResult
+from forgekernel.report import markdown as report
+from forgekernel.run import ledger as L
+from forgekernel.run import rundir
 
 PLAN = C.loads("""
 [[milestone]]
@@ -101,7 +102,7 @@ def test_the_confirmation_is_the_verdict_shown(tmp_path):
     led.append(L.ConfirmEvent(candidate="c000000000000001", after_seq=1, verdict=again,
                               target=1.5, met=True))
     state = L.read(rd.ledger)[0]
-    from forgekernel.runstate import replay
+    from forgekernel.run.state import replay
 
     v, source = report.best_verdict(replay(state))
     assert v.speedup == pytest.approx(1.8) and source.startswith("final confirmation")
@@ -109,7 +110,7 @@ def test_the_confirmation_is_the_verdict_shown(tmp_path):
 
 
 def test_sol_above_100_gets_a_note_and_below_does_not():
-    from forgekernel.report import ABOVE_CEILING, workload_table
+    from forgekernel.report.markdown import ABOVE_CEILING, workload_table
 
     def table(sol):
         w = WorkloadResult(axes={"M": 8192}, passed=True, median_ms=1.0, reference_ms=1.0, speedup=1.0,
@@ -130,8 +131,8 @@ def test_judge_time_per_verdict_is_summarised(tmp_path):
 
 
 def test_roofline_bound_from_device_profiles_only():
-    from forgekernel import report
-    from forgekernel.analysis import bound_note, speedup_bound
+    from forgekernel.report import markdown as report
+    from forgekernel.run.analysis import bound_note, speedup_bound
 
     def prof(median, floor, source="device: triton.testing.do_bench median"):
         return {"metrics": {"median_ms": median, "floor_ms": floor}, "sources": {"median_ms": source}}

@@ -12,11 +12,13 @@ import pytest
 from engine_support.fake_judge import judge_in_process
 from engine_support.runs import FIX, agents, new_run, step
 from forgekernel import curriculum as C
-from forgekernel import engine, explain, report, rundir, templates
-from forgekernel import ledger as L
+from forgekernel import templates
 from forgekernel.delivery import make_runner
 from forgekernel.records import AgentCost, Attempt, Status, Verdict, WorkloadResult
-from forgekernel.runstate import replay
+from forgekernel.report import markdown as report
+from forgekernel.run import engine, explain, rundir
+from forgekernel.run import ledger as L
+from forgekernel.run.state import replay
 
 COST = AgentCost(agent="test")
 PLAN = C.to_dict(C.loads((FIX / "plan_v1.toml").read_text()))

@@ -18,9 +18,10 @@ import pytest
 
 from engine_support.runs import KERNELS, REPO, new_run, step, write_script
 from forgekernel import curriculum as C
-from forgekernel import ledger, rundir, status
 from forgekernel.records import Attempt
-from forgekernel.workspace import Workspace
+from forgekernel.report import status
+from forgekernel.run import ledger, rundir
+from forgekernel.run.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import pytest
 
 from forgekernel import curriculum as C
-from forgekernel import ledger as L
-from forgekernel.records import AgentCost, Attempt, Status, Verdict
-from forgekernel.runstate import replay
+from forgekernel.records import AgentCost, Attempt, AttemptOutcome, Status, Verdict
+from forgekernel.run import ledger as L
+from forgekernel.run.state import replay
 
 PLAN = C.loads("""
 [[milestone]]
@@ -121,3 +122,37 @@ def test_minutes_add_up_over_sessions():
     st = replay(events)
     assert st.minutes() == pytest.approx(5.0)
     assert st.minutes(t0 + timedelta(minutes=40)) == pytest.approx(12.0)
+
+
+@pytest.mark.parametrize("error,verdict,outcome", [
+    ("agent error: made no edit", None, AttemptOutcome.AGENT_ERROR),
+    ("duplicate of attempt #2: candidate c2 is unchanged; not judged again", None, AttemptOutcome.DUPLICATE),
+    ("internal error: KeyError: 'x'", None, AttemptOutcome.INTERNAL_ERROR),
+    ("", {"status": "WRONG_VALUES"}, AttemptOutcome.JUDGED),
+])
+def test_an_attempt_line_written_before_outcome_still_loads(tmp_path, error, verdict, outcome):
+    """Ledgers written before Attempt.outcome said it with the error's prefix."""
+    old = {"seq": 3, "time": L.now(), "milestone": "M0", "row": "M0.1", "candidate": "",
+           "agent": {"agent": "test"}, "verdict": verdict, "error": error, "accepted": False, "best": False}
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    [a] = L.Ledger(path).events()
+    assert a.outcome is outcome and a.error == error and a.outcome.prefix + a.detail == error
+    assert replay([a]).trailing_agent_errors() == (outcome is AttemptOutcome.AGENT_ERROR)
+
+
+def test_a_failed_attempt_says_its_outcome_and_keeps_its_message(tmp_path):
+    a = Attempt.failed(AttemptOutcome.DUPLICATE, "#2: unchanged", seq=3, time=L.now(), agent=COST)
+    assert a.error == "duplicate of attempt #2: unchanged" and a.detail == "#2: unchanged"
+    led = L.Ledger(tmp_path / "ledger.jsonl")
+    led.append(a)
+    assert json.loads((tmp_path / "ledger.jsonl").read_text())["outcome"] == "duplicate"
+    assert led.events() == [a]
+
+
+def test_a_started_line_written_before_data_loads_with_empty_data(tmp_path):
+    line = started(1).model_dump(mode="json")
+    del line["data"]
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    assert L.Ledger(path).events()[0].data == {}

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from engine_support.runs import REPO, new_run
-from forgekernel import engine, runconfig, rundir
 from forgekernel.cli import main
-from forgekernel.runstate import Limits
+from forgekernel.run import engine, runconfig, rundir
+from forgekernel.run.state import Limits
 
 
 def forge(capsys, *argv) -> tuple[int, str, str]:

@@ -138,8 +138,8 @@ def _forge(*args: str, cwd: Path):
 
 
 def test_a_ledger_line_not_written_by_the_engine_is_refused(tmp_path):
-    from forgekernel import ledger, rundir
     from forgekernel.records import AgentCost, Attempt, Status, Verdict
+    from forgekernel.run import ledger, rundir
 
     rd = rundir.open(_run_dir(tmp_path))
     good = ledger.Ledger(rd.ledger, rd.ledger_key())
@@ -157,8 +157,8 @@ def test_a_ledger_line_not_written_by_the_engine_is_refused(tmp_path):
 
 
 def test_git_in_the_workspace_runs_no_command_an_agent_plants(tmp_path):
-    from forgekernel import rundir
-    from forgekernel.workspace import Workspace
+    from forgekernel.run import rundir
+    from forgekernel.run.workspace import Workspace
 
     rd = rundir.open(_run_dir(tmp_path))
     assert rd.git_dir.is_dir() and not (rd.workspace / ".git").exists()

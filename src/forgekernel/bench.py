@@ -223,7 +223,7 @@ def _failed(stage: str, log: Path, out: subprocess.CompletedProcess) -> dict[str
 
 def _read_run(run_dir: Path) -> dict[str, Any]:
     """What the run found: the confirmed best verdict, attempts, delivery."""
-    from forgekernel import engine, rundir
+    from forgekernel.run import engine, rundir
 
     if not (run_dir / "run.toml").is_file():
         return {}

@@ -27,6 +27,8 @@ from pathlib import Path
 from forgekernel.errors import ForgeError
 
 KERNEL_FILE = "kernel.py"
+IGNORED = ("__pycache__", "*.pyc", ".pytest_cache")
+"""Patterns git ignores in a workspace (dotfiles and caches are never part of a candidate)."""
 MAX_FILES = 200
 MAX_BYTES = 16 * 1024 * 1024
 SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".ptx",

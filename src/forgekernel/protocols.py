@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from forgekernel.agents.base import ArchitectContext, ArchitectResult, CoderContext, CoderResult
     from forgekernel.delivery.base import Job, JobResult
     from forgekernel.records import Profile, TaskSpec, Verdict
-    from forgekernel.seams import ProgressEvent
+    from forgekernel.run.parts import ProgressEvent
 
 
 @runtime_checkable

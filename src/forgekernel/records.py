@@ -15,17 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DTYPES = ("bfloat16", "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool")
 """Element types a task input or output may have (torch names)."""
 
-DTYPE_BYTES = {
-    "bfloat16": 2,
-    "float16": 2,
-    "float32": 4,
-    "float64": 8,
-    "int8": 1,
-    "uint8": 1,
-    "int32": 4,
-    "int64": 8,
-    "bool": 1,
-}
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
+               "int32": 4, "int64": 8, "bool": 1}
 
 ARCHES = ("sm90", "sm100", "any")
 LANGUAGES = ("triton", "cuda", "cute-dsl")
@@ -375,8 +366,25 @@ class AgentCost(Record):
     session: str = ""
 
 
+class AttemptOutcome(enum.StrEnum):
+    """How an attempt ended (closed): judged, or stopped before judging because the agent
+    failed (or made no edit), the candidate was already judged, or forge itself failed."""
+
+    JUDGED = "judged"
+    AGENT_ERROR = "agent_error"
+    DUPLICATE = "duplicate"
+    INTERNAL_ERROR = "internal_error"
+
+    @property
+    def prefix(self) -> str:
+        """How its error message starts (what ledgers before ``outcome`` said it with)."""
+        return {"agent_error": "agent error: ", "duplicate": "duplicate of attempt ",
+                "internal_error": "internal error: "}.get(self.value, "")
+
+
 class Attempt(Record):
-    """One line of ledger.jsonl: an attempt and its outcome."""
+    """One line of ledger.jsonl: an attempt and its outcome (``error``: the failure before
+    judging, starting with its outcome's prefix; make one with :meth:`failed`)."""
 
     seq: int
     time: str
@@ -385,47 +393,26 @@ class Attempt(Record):
     candidate: str = ""
     agent: AgentCost
     verdict: Verdict | None = None
+    outcome: AttemptOutcome = AttemptOutcome.JUDGED
     error: str = ""
-    """Failure before judging (the agent failed, produced nothing, ...)."""
     accepted: bool = False
     best: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_of_old_lines(cls, data: Any) -> Any:
+        """A line written before ``outcome`` existed says it with its error's prefix."""
+        if isinstance(data, dict) and "outcome" not in data and not data.get("verdict"):
+            error = str(data.get("error") or "")
+            found = [o for o in AttemptOutcome if o.prefix and error.startswith(o.prefix)]
+            data = {**data, "outcome": found[0] if found else AttemptOutcome.INTERNAL_ERROR}
+        return data
 
-# ---------------------------------------------------------------- knowledge base
-
-
-class Certification(Record):
-    device: str
-    driver: str = ""
-    versions: dict[str, str] = Field(default_factory=dict)
-    date: str
-    measured: float
-    unit: str
-    passed: bool
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
-class KBEntry(Record):
-    """A hardware fact for one architecture, certified (or not yet) by a probe."""
-
-    id: str
-    arch: str
-    mechanism: str
-    claim: str
-    """Checkable statement, e.g. 'copy bandwidth >= 3.9 TB/s for buffers >= 256 MiB'."""
-    probe: str
-    """Name of the probe in forgekernel.kb.probes that certifies it."""
-    unit: str = ""
-    threshold: float | None = None
-    comparison: Literal[">=", "<=", ">", "<"] = ">="
-    bottlenecks: tuple[str, ...] = ()
-    families: tuple[str, ...] = ()
-    roles: tuple[Literal["coder", "architect", "judge"], ...] = ("coder", "architect")
-    """Who the prescription is for: the agent writing kernels, the one planning, or the judge
-    (a measuring practice, never shown to an agent)."""
-    prescription: str = ""
-    certification: Certification | None = None
+    @classmethod
+    def failed(cls, outcome: AttemptOutcome, detail: str, **fields: Any) -> Attempt:
+        return cls(outcome=outcome, error=outcome.prefix + detail, **fields)
 
     @property
-    def certified(self) -> bool:
-        return self.certification is not None and self.certification.passed
+    def detail(self) -> str:
+        """The error without its outcome's prefix."""
+        return self.error.removeprefix(self.outcome.prefix)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from forgekernel.delivery import Job
 from forgekernel.records import Status, Verdict, WorkloadResult
-from forgekernel.rundir import content_hash
+from forgekernel.run.rundir import content_hash
 
 TESTS = Path(__file__).resolve().parents[1]
 

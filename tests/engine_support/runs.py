@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forgekernel import rundir
 from forgekernel.agents.scripted import ScriptedArchitect, ScriptedCoder, load_script
 from forgekernel.config import Settings
+from forgekernel.run import rundir
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent

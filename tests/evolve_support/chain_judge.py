@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from forgekernel.records import Status, Verdict, WorkloadResult
-from forgekernel.rundir import content_hash
+from forgekernel.run.rundir import content_hash
 from forgekernel.task import load_module, shape_of
 
 ROUNDS = 3

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from evolve_support import chain_judge
-from forgekernel import evolve
 from forgekernel.agents.scripted import ScriptedArchitect, ScriptedCoder, load_script
 from forgekernel.config import Settings
 from forgekernel.delivery import make_runner
+from forgekernel.evolve import generations as evolve
 
 TESTS = Path(__file__).resolve().parents[1]
 FIX = TESTS / "fixtures" / "evolve"

@@ -8,7 +8,6 @@ for whole messages). The SDK's own retries are off: :mod:`llm_common` retries wi
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from forgekernel import config
@@ -22,6 +21,8 @@ from forgekernel.agents.llm_common import (
     Transient,
     api_error,
     limits_from,
+    loop_architect,
+    loop_coder,
     priced,
     retry_after,
 )
@@ -153,13 +154,9 @@ def _chat_factory(settings: Any, kw: dict[str, Any]):
 def make_coder(settings: Any, **kw: Any) -> LoopCoder:
     """Coder over the Messages API. Options: api_key, base_url, model, stream, limits,
     any :class:`Limits` field (max_turns, retries, backoff_s, ...), sleep."""
-    sleep = kw.pop("sleep", time.sleep)
-    factory, limits = _chat_factory(settings, kw)
-    return LoopCoder(NAME, factory, limits, sleep)
+    return loop_coder(NAME, _chat_factory, settings, kw)
 
 
 def make_architect(settings: Any, **kw: Any) -> LoopArchitect:
     """Architect over the Messages API; same options as :func:`make_coder`."""
-    sleep = kw.pop("sleep", time.sleep)
-    factory, limits = _chat_factory(settings, kw)
-    return LoopArchitect(NAME, factory, limits, sleep)
+    return loop_architect(NAME, _chat_factory, settings, kw)

@@ -39,6 +39,8 @@ class AttemptNote:
     status: str
     speedup: float | None = None
     summary: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    """The coder's machine-readable state for this attempt (:attr:`CoderResult.data`)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class CoderResult:
     summary: str
     cost: AgentCost
     error: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    """Machine-readable state the coder wants back with its history (the built-in coder's
+    template configuration); recorded with the attempt, never shown to a model."""
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,7 @@ class BuiltinCoder:
                                     note=f"task {ctx.task.name}, row {ctx.row.id}", call=match.call)
         ctx.workspace.mkdir(parents=True, exist_ok=True)
         (ctx.workspace / "kernel.py").write_text(text)
-        return CoderResult(summary=cfg.key(), cost=_cost())
+        return CoderResult(summary=cfg.key(), cost=_cost(), data=cfg.data())
 
     @staticmethod
     def _params(params: dict[str, Any], match: builtin_ops.OpMatch) -> dict[str, Any]:

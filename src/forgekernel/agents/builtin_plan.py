@@ -180,7 +180,7 @@ def carried_start(ctx: ArchitectContext, match: OpMatch) -> templates.Config | N
     """Self-evolution: the previous generation's best point (``ctx.extra['evolve']``), if the
     built-in coder made it with one of this op's templates."""
     best = (ctx.extra.get("evolve") or {}).get("best") or {}
-    cfg = templates.Config.parse(str(best.get("summary") or ""))
+    cfg = templates.Config.of(best.get("data") or {}, str(best.get("summary") or ""))
     if cfg is None or cfg.template not in {t.name for t in match.templates}:
         return None
     try:

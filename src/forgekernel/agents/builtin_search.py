@@ -47,7 +47,7 @@ def outcomes(history: Iterable[AttemptNote]) -> dict[str, Outcome]:
     """Config key -> latest outcome, from the history's built-in summaries."""
     out: dict[str, Outcome] = {}
     for note in history:
-        cfg = Config.parse(note.summary)
+        cfg = Config.of(note.data, note.summary)
         if cfg is None:
             continue
         out[cfg.key()] = Outcome(cfg, note.status, note.speedup)

@@ -342,3 +342,20 @@ class LoopArchitect:
                                        f"{tally.turns} turns ({why})"), cost)
         return ArchitectResult(curriculum=found["curriculum"], cost=cost,
                                notes="; ".join([out.summary, *tally.notes]).strip("; "))
+
+
+ChatFactory = Callable[[Any, dict[str, Any]], tuple[Callable[[], Chat], Limits]]
+
+
+def loop_coder(name: str, chat_factory: ChatFactory, settings: Any, kw: dict[str, Any]) -> LoopCoder:
+    """A backend's ``make_coder``: its chat factory, the options it reads, ``sleep``."""
+    sleep = kw.pop("sleep", time.sleep)
+    factory, limits = chat_factory(settings, kw)
+    return LoopCoder(name, factory, limits, sleep)
+
+
+def loop_architect(name: str, chat_factory: ChatFactory, settings: Any, kw: dict[str, Any]) -> LoopArchitect:
+    """A backend's ``make_architect``; same options as :func:`loop_coder`."""
+    sleep = kw.pop("sleep", time.sleep)
+    factory, limits = chat_factory(settings, kw)
+    return LoopArchitect(name, factory, limits, sleep)

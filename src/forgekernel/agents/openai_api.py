@@ -13,7 +13,6 @@ calls or accepts ``stream_options``.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from forgekernel import config
@@ -27,6 +26,8 @@ from forgekernel.agents.llm_common import (
     Transient,
     api_error,
     limits_from,
+    loop_architect,
+    loop_coder,
     priced,
     retry_after,
 )
@@ -220,13 +221,9 @@ def served_model(client: Any, sdk: Any, url: str) -> str:
 def make_coder(settings: Any, **kw: Any) -> LoopCoder:
     """Coder over chat completions. Options: api_key, base_url, model, stream, limits,
     any :class:`Limits` field (max_turns, retries, backoff_s, ...), sleep."""
-    sleep = kw.pop("sleep", time.sleep)
-    factory, limits = _chat_factory(settings, kw)
-    return LoopCoder(NAME, factory, limits, sleep)
+    return loop_coder(NAME, _chat_factory, settings, kw)
 
 
 def make_architect(settings: Any, **kw: Any) -> LoopArchitect:
     """Architect over chat completions; same options as :func:`make_coder`."""
-    sleep = kw.pop("sleep", time.sleep)
-    factory, limits = _chat_factory(settings, kw)
-    return LoopArchitect(NAME, factory, limits, sleep)
+    return loop_architect(NAME, _chat_factory, settings, kw)

@@ -209,10 +209,9 @@ def make_architect(settings: Any = None, *, script: str | Path | None = None,
 
 def script_from_run(run_dir: Path) -> dict[str, Any]:
     """A script replaying a past run's agent outputs: its plans and its coders' edits."""
-    from forgekernel import ledger
-    from forgekernel.records import Attempt
-    from forgekernel.rundir import RunDir, candidate_files
-    from forgekernel.runstate import AGENT_ERROR
+    from forgekernel.records import Attempt, AttemptOutcome
+    from forgekernel.run import ledger
+    from forgekernel.run.rundir import RunDir, candidate_files
 
     rd = RunDir(Path(run_dir))
     steps: list[dict[str, Any]] = []
@@ -230,6 +229,6 @@ def script_from_run(run_dir: Path) -> dict[str, Any]:
                 step["files"] = {str(r): (src / r).read_text() for r in candidate_files(src)}
                 step["summary"] = started[ev.seq].summary if ev.seq in started else ""
             else:
-                step["error"] = ev.error.removeprefix(AGENT_ERROR) or "no candidate recorded"
+                step["error"] = (ev.detail if ev.outcome is AttemptOutcome.AGENT_ERROR else ev.error) or "no candidate recorded"
             steps.append(step)
     return {"plan": plans, "step": steps}

@@ -31,8 +31,8 @@ def bench_cmd(
     import random
 
     from forgekernel import bench
+    from forgekernel.cli.preflight import sandbox_ready
     from forgekernel.delivery.base import resolve_delivery
-    from forgekernel.preflight import sandbox_ready
 
     sandbox_ready(resolve_delivery(delivery)[0], unsafe_no_sandbox)  # before any bench dir
     if len(sources) == 1 and (sources[0] / bench.BENCH_TOML).is_file():

@@ -47,9 +47,9 @@ def compare(
                                            "peers without the sandbox (when this machine has none)."),
 ) -> None:
     """Time a task's kernel against eager, torch.compile, library peers and a copy."""
+    from forgekernel.cli.preflight import sandbox_ready
     from forgekernel.compare import api, render
     from forgekernel.compare.record import git_commit, write
-    from forgekernel.preflight import sandbox_ready
     from forgekernel.task import load_task
 
     spec = load_task(api.resolve_task(task), check_reference=False)

@@ -12,7 +12,7 @@ from forgekernel.cli import app
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON.")) -> None:
     """Check Python, torch, GPU, triton, CUDA tools, agents, credentials and delivery."""
-    from forgekernel import doctor as doc
+    from forgekernel.cli import doctor as doc
     from forgekernel.config import load_settings
 
     checks = doc.run_checks(load_settings())

@@ -35,8 +35,8 @@ def evolve_cmd(
     Stops when a generation's gain is within the noise floor, it finds nothing correct, or at --generations.
     Resumable: `forge evolve EVOLVE_DIR`. Exit 0 when some generation sealed a best, 2 otherwise.
     """
-    from forgekernel import evolve
     from forgekernel.config import load_settings
+    from forgekernel.evolve import generations as evolve
 
     given = {"generations": generations, "agent": agent, "architect": architect, "model": model,
              "delivery": delivery, "max_iterations": max_iterations, "max_minutes": max_minutes,
@@ -62,7 +62,7 @@ def evolve_cmd(
     with _Printer() as printer, resumable(f"forge evolve {root}"):
         parts.progress = printer
         outcome = evolve.evolve(root, parts)
-    from forgekernel import evolve_lineage
+    from forgekernel.evolve import lineage as evolve_lineage
 
     typer.echo(f"lineage: {root / 'lineage.md'}")
     typer.echo(evolve_lineage.best_line(evolve_lineage.load(root) or {}))
@@ -71,10 +71,10 @@ def evolve_cmd(
 
 
 def _create(task_dir: Path, given: dict[str, Any], unsafe: bool = False) -> Path:
-    from forgekernel import evolve
     from forgekernel.cli.cmd_run import _agent_names, _preflight
     from forgekernel.config import load_settings
     from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.evolve import generations as evolve
 
     settings = load_settings({"delivery": given["delivery"], "agent": given["agent"],
                               "architect": given["architect"], "model": given["model"]})
@@ -101,7 +101,7 @@ def _create(task_dir: Path, given: dict[str, Any], unsafe: bool = False) -> Path
 
 
 def _parts(opts: Any, settings: Any, unsafe: bool = False) -> Any:
-    from forgekernel import evolve, preflight
+    from forgekernel.cli import preflight
     from forgekernel.cli.cmd_run import (
         _backend,
         _check_command,
@@ -110,6 +110,7 @@ def _parts(opts: Any, settings: Any, unsafe: bool = False) -> Any:
         _profile_command,
         _profiler,
     )
+    from forgekernel.evolve import generations as evolve
 
     runner, _ = preflight.runner(opts.delivery, settings, settings.gpu)  # a GPU where one is needed
     preflight.sandbox_ready(opts.delivery, unsafe)

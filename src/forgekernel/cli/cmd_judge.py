@@ -32,8 +32,8 @@ def _runner(delivery: str | None):
 
 def _run(task_dir: Path, kernel: Path, delivery: str | None, options, as_json: bool) -> None:
     from forgekernel.candidate import resolve
+    from forgekernel.cli.preflight import sandbox_ready
     from forgekernel.judge import judge
-    from forgekernel.preflight import sandbox_ready
     from forgekernel.task import load_task
 
     task = load_task(task_dir, check_reference=False)  # the worker imports it; torch stays out of here

@@ -18,7 +18,7 @@ def _time(ms: float) -> str:
 
 
 def _print_workloads(workloads: list[dict]) -> None:
-    from forgekernel.plan import human_bytes
+    from forgekernel.cli.plan import human_bytes
 
     first = workloads[0]
     typer.echo(f"workloads (floors from {first['ceilings']}; {first['peak']} peak "
@@ -113,10 +113,10 @@ def new(
                                                 "(`forge run` then needs the flag too)."),
 ) -> None:
     """Validate TASK and create a run dir (or, with --dry-run, show what a run would do)."""
-    from forgekernel import preflight
+    from forgekernel.cli import preflight
     from forgekernel.config import load_settings
     from forgekernel.refplan import check_reference
-    from forgekernel.rundir import create
+    from forgekernel.run.rundir import create
     from forgekernel.task import load_task
 
     settings = load_settings({"delivery": delivery, "agent": agent, "architect": architect, "model": model,
@@ -132,9 +132,9 @@ def new(
 
 
 def _dry_run(spec, settings, as_json: bool) -> None:
-    from forgekernel import preflight
+    from forgekernel.cli import preflight
+    from forgekernel.cli.plan import build_plan
     from forgekernel.delivery.base import resolve_delivery
-    from forgekernel.plan import build_plan
 
     coder = settings.agent or "builtin"
     preflight.check_names(coder, settings.architect or coder)

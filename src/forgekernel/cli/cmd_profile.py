@@ -71,7 +71,7 @@ def profile(
     task = load_task(task_dir)
     name, why = resolve_delivery(settings.delivery)
     if kernel is not None:  # candidate code: a sandbox for it, or the user's explicit flag
-        from forgekernel.preflight import sandbox_ready
+        from forgekernel.cli.preflight import sandbox_ready
 
         sandbox_ready(name, unsafe_no_sandbox)
     runner = make_runner(name, gpu=settings.gpu, settings=settings)

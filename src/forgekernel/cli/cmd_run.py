@@ -48,9 +48,9 @@ def run_cmd(
 
     Exit code 0 when the target speedup is met (after the final confirmation), 2 otherwise.
     """
-    from forgekernel import engine, rundir
     from forgekernel.config import load_settings
-    from forgekernel.report import next_steps, summary_line
+    from forgekernel.report.markdown import next_steps, summary_line
+    from forgekernel.run import engine, rundir
 
     if ncu not in ("off", "auto", "on"):
         raise fail(f"--ncu {ncu!r}: use off, auto or on")
@@ -81,7 +81,7 @@ def run_cmd(
 
 def _existing(target: Path, out: Path | None) -> Any:
     """The run dir at ``target`` (run.toml checked, writable), or None for a task dir."""
-    from forgekernel import rundir
+    from forgekernel.run import rundir
 
     if not rundir.is_run_dir(target):
         if target.suffix == ".py" and target.is_file():
@@ -101,7 +101,7 @@ def _prepare(settings: Any, rd: Any, agent: str | None, architect: str | None,
              delivery: str | None, script: Path | None, unsafe: bool = False) -> Any:
     """The checked agents and runner: what run.toml says (or, for a new run, the settings)
     unless a flag says otherwise. Nothing is written before this passes."""
-    from forgekernel import preflight
+    from forgekernel.cli import preflight
 
     if rd is None:
         wanted = preflight.Wanted(settings.agent, settings.architect, settings.delivery, settings.gpu)
@@ -115,7 +115,7 @@ def _prepare(settings: Any, rd: Any, agent: str | None, architect: str | None,
 def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None) -> Any:
     """Write budget (and target) flags into run.toml, so a resumed run keeps them; returns
     the run dir as reopened."""
-    from forgekernel import rundir
+    from forgekernel.run import rundir
 
     given = {k: v for k, v in overrides.items() if v is not None}
     if not given and target is None:
@@ -130,7 +130,7 @@ def _keep_budget(rd: Any, overrides: dict[str, Any], target: float | None = None
 
 def _seams(rd: Any, parts: Any, judge_impl: str | None, unsafe: bool = False) -> dict[str, Any]:
     """The concrete agents, runner, judge, profiler and knowledge base for this run."""
-    from forgekernel.evolve_ref import for_run_dir
+    from forgekernel.evolve.reference import for_run_dir
 
     judge, hasher = _judge(judge_impl, unsafe)
     arch, judge = for_run_dir(rd, parts.architect, judge, hasher)  # a `forge evolve` generation
@@ -143,19 +143,15 @@ def _seams(rd: Any, parts: Any, judge_impl: str | None, unsafe: bool = False) ->
 def _preflight(settings: Any, agent: str | None, architect: str | None, delivery: str | None,
                script: Path | None, unsafe: bool = False) -> None:
     """Everything a new run needs, checked before anything is created (forge evolve)."""
-    from forgekernel import preflight
-
-    wanted = preflight.Wanted(settings.agent, settings.architect, settings.delivery, settings.gpu)
-    preflight.prepare(settings, wanted, agent=agent, architect=architect, delivery=delivery,
-                      script=script, unsafe_no_sandbox=unsafe)
+    _prepare(settings, None, agent, architect, delivery, script, unsafe)
 
 
 def _create(target: Path, settings: Any, out: Path | None) -> Path:
     import tempfile
 
-    from forgekernel import rundir
     from forgekernel.cli.cmd_new import task_dir_for
     from forgekernel.refplan import check_reference
+    from forgekernel.run import rundir
     from forgekernel.task import load_task
 
     with tempfile.TemporaryDirectory(prefix="forge-run-") as scratch:
@@ -167,14 +163,14 @@ def _create(target: Path, settings: Any, out: Path | None) -> Path:
 
 
 def _agent_names(agent: str | None, architect: str | None, cfg: dict, scripted: bool) -> tuple[str, str]:
-    from forgekernel import preflight
+    from forgekernel.cli import preflight
 
     wanted = preflight.Wanted(cfg.get("agent"), cfg.get("architect"))
     return preflight.agent_names(agent, architect, wanted, scripted)
 
 
 def _backend(name: str, role: str, settings: Any, script: Path | None):
-    from forgekernel import preflight
+    from forgekernel.cli import preflight
 
     return preflight.backend(name, role, settings, script)
 
@@ -329,7 +325,8 @@ def status_cmd(
     last: int = typer.Option(5, "--last", min=0, help="How many recent attempts to show."),
 ) -> None:
     """Where a run stands: best so far, milestone and gate, budget used, recent verdicts."""
-    from forgekernel import rundir, status
+    from forgekernel.report import status
+    from forgekernel.run import rundir
 
     data = status.collect(rundir.open(run_dir), last=last)
     if as_json:

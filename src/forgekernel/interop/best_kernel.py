@@ -29,7 +29,8 @@ class Best:
 
 def load(run_dir: str | Path) -> Best:
     """The best kernel of ``run_dir``; a one-line error when it has none that passed."""
-    from forgekernel import candidate, rundir
+    from forgekernel import candidate
+    from forgekernel.run import rundir
 
     rd = rundir.open(run_dir)
     if not rd.best_kernel.is_file():

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from forgekernel import __version__
 from forgekernel import candidate as cand
 from forgekernel.delivery.base import Job, JobResult
@@ -32,6 +34,25 @@ OUTPUT_CAP = 4 * 1024 * 1024
 
 class JudgeError(ForgeError, RuntimeError):
     """The judge could not judge (broken task reference, worker failed before the candidate)."""
+
+
+class WorkerResult(BaseModel):
+    """What the verifier (``judge/worker.py``) sends back on its signed channel: either
+    ``judge_error`` (it could not start: no verdict on the candidate) or a status with its
+    reason, details, per-workload results, profile and, when PASSED, the timings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    versions: dict[str, str] = Field(default_factory=dict)
+    device: str = ""
+    judge_error: str | None = None
+    status: Status | None = None
+    reason: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+    workloads: tuple[WorkloadResult, ...] = ()
+    profile: dict[str, Any] = Field(default_factory=dict)
+    noise_floor: float | None = None
+    speedup: float | None = None
 
 
 def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
@@ -96,10 +117,13 @@ def _verdict(status: Status, reason: str, base: dict[str, Any], details: dict[st
 
 def _from_job(res: JobResult, base: dict[str, Any], timeout_s: float) -> Verdict:
     if res.ok:
-        data = res.result or {}
-        if "judge_error" in data:
-            raise JudgeError(f"the judge could not start: {data['judge_error']}")
-        return _from_result(data, base)
+        try:
+            got = WorkerResult.model_validate(res.result or {})
+        except ValidationError as exc:
+            raise JudgeError(f"the verifier's result does not parse: {exc.errors()[0]['msg']}") from None
+        if got.judge_error is not None or got.status is None:
+            raise JudgeError(f"the judge could not start: {got.judge_error or 'no status'}")
+        return _from_result(got, got.status, base)
     tail = _tail(res)
     if res.timed_out:
         return _verdict(Status.TIMEOUT, f"no verdict within {timeout_s:.0f} s: the worker was killed",
@@ -118,14 +142,12 @@ def _tail(res: JobResult) -> str:
     return text[-1500:]
 
 
-def _from_result(data: dict[str, Any], base: dict[str, Any]) -> Verdict:
-    status = Status(data["status"])
-    workloads = tuple(WorkloadResult.model_validate(w) for w in data.get("workloads", ()))
-    fields: dict[str, Any] = {"device": data.get("device", ""), "versions": data.get("versions", {}),
-                              "workloads": workloads, "profile": data.get("profile", {})}
+def _from_result(got: WorkerResult, status: Status, base: dict[str, Any]) -> Verdict:
+    fields: dict[str, Any] = {"device": got.device, "versions": got.versions,
+                              "workloads": got.workloads, "profile": got.profile}
     if status is Status.PASSED:
-        fields.update(noise_floor=data.get("noise_floor"), speedup=data.get("speedup"))
-    return _verdict(status, data.get("reason", ""), base, data.get("details", {}), **fields)
+        fields.update(noise_floor=got.noise_floor, speedup=got.speedup)
+    return _verdict(status, got.reason, base, dict(got.details), **fields)
 
 
 def _finish(verdict: Verdict, start: float) -> Verdict:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from forgekernel.kb.ceilings import ceilings_for
 from forgekernel.kb.claims import evaluate, state
+from forgekernel.kb.entry import KBEntry
 from forgekernel.kb.select import Prescription, prescribe, prescriptions_for_agent
 from forgekernel.kb.store import KBError, load_with_paths
-from forgekernel.records import KBEntry
 
 __all__ = ["KBError", "Prescription", "ceilings_for", "evaluate", "get", "load", "prescribe",
            "prescriptions_for_agent", "state"]

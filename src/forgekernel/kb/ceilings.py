@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forgekernel.kb.entry import KBEntry
 from forgekernel.kb.store import default_dir, load_with_paths
 from forgekernel.profile.roofline import Ceilings
-from forgekernel.records import KBEntry
 
 MATMUL_PROBES = {"matmul_bf16": "bfloat16", "matmul_fp16": "float16"}
 

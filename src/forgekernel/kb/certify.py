@@ -14,9 +14,9 @@ from typing import Any
 
 from forgekernel.delivery import Job, Runner
 from forgekernel.kb.claims import evaluate, state
+from forgekernel.kb.entry import KBEntry
 from forgekernel.kb.probes import ProbeEnv, ProbeResult, groups
 from forgekernel.kb.store import KBError, write_certification
-from forgekernel.records import KBEntry
 
 WORKER = "forgekernel.kb.worker"
 

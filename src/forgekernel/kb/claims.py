@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from forgekernel.kb.entry import Certification, KBEntry
 from forgekernel.kb.probes import ProbeEnv, ProbeResult
 from forgekernel.kb.store import KBError
-from forgekernel.records import Certification, KBEntry
 
 State = Literal["CERTIFIED", "FAILED", "UNSUPPORTED", "UNCERTIFIED"]
 

@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict
 
 from forgekernel.kb.ceilings import ceilings_for
 from forgekernel.kb.claims import measured_text, state
+from forgekernel.kb.entry import KBEntry
 from forgekernel.kb.store import load_with_paths
 from forgekernel.profile import roofline
-from forgekernel.records import KBEntry, Profile, TaskSpec, Workload
+from forgekernel.records import Profile, TaskSpec, Workload
 
 DEFAULT_ARCH = "sm90"
 """Entries used for tasks whose arch is ``any``."""

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from forgekernel.errors import ForgeError
-from forgekernel.records import FAMILIES, Certification, KBEntry
+from forgekernel.kb.entry import Certification, KBEntry
+from forgekernel.records import FAMILIES
 
 BOTTLENECKS = ("memory", "compute", "launch", "occupancy")
 """Bottleneck classes an entry can apply to (``prescribe`` matches them to the task)."""

@@ -77,6 +77,19 @@ class Config:
         return json.dumps({"template": self.template, "knobs": dict(sorted(self.knobs.items()))},
                           separators=(",", ":"))
 
+    def data(self) -> dict[str, Any]:
+        """The config as the coder's machine-readable state (``CoderResult.data``)."""
+        return {"config": {"template": self.template, "knobs": dict(sorted(self.knobs.items()))}}
+
+    @staticmethod
+    def of(data: dict[str, Any], summary: str = "") -> Config | None:
+        """The config in a coder's state written by :meth:`data`, else (an attempt recorded
+        before the state was) the one in its summary."""
+        raw = data.get("config")
+        if isinstance(raw, dict):
+            return Config._from(raw)
+        return Config.parse(summary)
+
     @staticmethod
     def parse(text: str) -> Config | None:
         """The config in a summary written by :meth:`key` (None for any other text)."""
@@ -87,6 +100,10 @@ class Config:
             raw = json.loads(text[start:])
         except ValueError:
             return None
+        return Config._from(raw)
+
+    @staticmethod
+    def _from(raw: Any) -> Config | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("template"), str):
             return None
         knobs = raw.get("knobs") or {}

@@ -62,7 +62,7 @@ def agent_names(agent: str | None, architect: str | None, wanted: Wanted,
 def backend(name: str, role: str, settings: Settings, script: Path | None, login: bool = True) -> Any:
     """Build agent ``name`` for ``role``; its CLI, credential and (claude-code) login checked."""
     from forgekernel.agents import backend_module
-    from forgekernel.plan import agent_missing
+    from forgekernel.cli.plan import agent_missing
 
     check_names(name)
     missing = agent_missing(name, settings)
@@ -196,7 +196,7 @@ def price_problem(settings: Settings, *names: str) -> str:
 def check_new(settings: Settings, connect: bool = True, unsafe_no_sandbox: bool = False) -> str:
     """What `forge new` checks before it creates a run dir (the agents are built by `forge
     run`, which has the script a scripted agent needs); returns the resolved delivery."""
-    from forgekernel.plan import agent_missing
+    from forgekernel.cli.plan import agent_missing
 
     coder = settings.agent or "builtin"
     names = (coder, settings.architect or coder)

@@ -11,23 +11,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from forgekernel import rundir
 from forgekernel.errors import ForgeError
 from forgekernel.protocols import Architect, Coder, Judge, Prescriber, Profiler, Runner
+from forgekernel.run import rundir
 
 
 class EngineError(ForgeError, RuntimeError):
     """The run cannot go on (integrity check failed, run dir busy, no plan)."""
 
 
+ProgressKind = Literal["session", "plan", "propose", "judged", "gate", "note", "stop", "confirm", "evolve"]
+"""What a progress event reports: the engine's steps, and ``evolve`` for the evolve chain's own."""
+
+
 @dataclass(frozen=True)
 class ProgressEvent:
-    """What the engine reports as it goes; ``kind`` is one of session, plan, propose,
-    judged, gate, note, stop, confirm."""
+    """What the engine (and `forge evolve`) reports as it goes."""
 
-    kind: str
+    kind: ProgressKind
     message: str
     data: dict[str, Any] = field(default_factory=dict)
 

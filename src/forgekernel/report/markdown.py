@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import explain, rundir
-from forgekernel.records import Attempt, Verdict
-from forgekernel.runstate import DUPLICATE, RunState, replay
+from forgekernel.records import Attempt, AttemptOutcome, Verdict
+from forgekernel.run import explain, rundir
+from forgekernel.run.state import RunState, replay
 
 
 def timed(verdict: Verdict | None) -> list:
@@ -62,7 +62,7 @@ def summary_line(state: RunState) -> str:
 def status_of(a: Attempt) -> str:
     if a.verdict is not None:
         return a.verdict.status.value
-    return "DUPLICATE" if a.error.startswith(DUPLICATE) else "ERROR"
+    return "DUPLICATE" if a.outcome is AttemptOutcome.DUPLICATE else "ERROR"
 
 
 def _fmt(v: float | None, spec: str = ".4g") -> str:
@@ -184,7 +184,7 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
 
 
 def next_steps(rd: rundir.RunDir, state: RunState) -> list[str]:
-    """What to do next, one line per way the run ended (see forgekernel.explain)."""
+    """What to do next, one line per way the run ended (see forgekernel.run.explain)."""
     verdict, _ = best_verdict(state)
     session = state.sessions[-1] if state.sessions else None
     cpu = timing_label(verdict) == "cpu-interpret" if verdict is not None else bool(
@@ -199,7 +199,7 @@ def _replans(state: RunState) -> str:
 
 
 def _bound_lines(ref: dict[str, Any], target: float) -> list[str]:
-    from forgekernel.analysis import bound_note, speedup_bound
+    from forgekernel.run.analysis import bound_note, speedup_bound
 
     note = bound_note(speedup_bound(ref), target)
     return [f"{note[0].upper()}{note[1:]}.", ""] if note else []
@@ -207,8 +207,8 @@ def _bound_lines(ref: dict[str, Any], target: float) -> list[str]:
 
 def write(rd: rundir.RunDir, state: RunState | None = None) -> Path:
     """Rebuild report.md (and the plots) from the run's records."""
-    from forgekernel import ledger
-    from forgekernel.plots import write_plots
+    from forgekernel.report.plots import write_plots
+    from forgekernel.run import ledger
 
     if state is None:
         state = replay(ledger.read(rd.ledger, rd.ledger_key())[0], rd.config.engine.max_retries, str(rd.ledger))

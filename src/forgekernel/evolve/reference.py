@@ -26,14 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forgekernel import candidate, rundir
+from forgekernel import candidate
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec, Verdict
+from forgekernel.run import rundir
 
 TABLE = "perf_reference"
 """The run.toml table naming a run's sealed performance reference."""
 CARRY_FILE = "carry.json"
-"""In a generation's run dir: what the previous generation left (see forgekernel.evolve_carry)."""
+"""In a generation's run dir: what the previous generation left (see forgekernel.evolve.carry)."""
 
 Hasher = Callable[[Path], str]
 
@@ -135,7 +136,7 @@ def for_run_dir(rd: rundir.RunDir, architect: Any, judge: Callable[..., Verdict]
     The judge times against the sealed reference named in run.toml; the architect sees the
     previous generation's outcome (``carry.json``) in its context.
     """
-    from forgekernel.evolve_carry import CarryArchitect, load_carry
+    from forgekernel.evolve.carry import CarryArchitect, load_carry
 
     ref = reference_of(rd)
     if ref is not None:

@@ -9,11 +9,8 @@ reference), ``lineage.json``, ``lineage.md``, ``lineage.png``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import shutil
 import tomllib
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
@@ -21,9 +18,10 @@ from typing import Any
 
 import tomli_w
 
-from forgekernel import __version__, rundir
+from forgekernel import __version__
 from forgekernel.config import Settings
 from forgekernel.errors import ForgeError
+from forgekernel.run import lockfile, rundir
 from forgekernel.task import load_task
 
 NOISE_RULES = ("auto", "on", "off")
@@ -140,15 +138,6 @@ def create(task_path: Path, options: ChainOptions, settings: Settings, out: Path
     return root.resolve()
 
 
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> contextlib.AbstractContextManager[None]:
     """One `forge evolve` per chain; the lock dies with its process (even on SIGKILL)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise EvolveError(f"{path.parent}: another `forge evolve` is using this chain") from None
-        yield
-    finally:
-        os.close(fd)
+    return lockfile.exclusive(path, EvolveError(f"{path.parent}: another `forge evolve` is using this chain"))

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import fcntl
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import ledger, rundir
-from forgekernel.report import best_verdict, headline, status_of, summary_line, timed
-from forgekernel.runstate import Limits, replay
+from forgekernel.report.markdown import best_verdict, headline, status_of, summary_line, timed
+from forgekernel.run import ledger, lockfile, rundir
+from forgekernel.run.state import Limits, replay
 
 
 def running(rd: rundir.RunDir) -> bool:
     """True while a `forge run` holds the run dir's lock."""
-    if not rd.lock.exists():
-        return False
-    fd = os.open(rd.lock, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return lockfile.held(rd.lock)
 
 
 def collect(rd: rundir.RunDir, last: int = 5) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from typing import Any
 
 from forgekernel import curriculum as cur_mod
 from forgekernel.errors import ForgeError
-from forgekernel.ledger import (
+from forgekernel.records import Attempt, AttemptOutcome, Curriculum
+from forgekernel.run.ledger import (
     ConfirmEvent,
     EndEvent,
     Event,
@@ -25,11 +26,7 @@ from forgekernel.ledger import (
     SessionEvent,
     StartedEvent,
 )
-from forgekernel.records import Attempt, Curriculum
-from forgekernel.runconfig import EngineKnobs, RunConfig
-
-AGENT_ERROR = "agent error: "
-DUPLICATE = "duplicate of attempt "
+from forgekernel.run.runconfig import EngineKnobs, RunConfig
 
 
 @dataclass(frozen=True)
@@ -214,7 +211,7 @@ class RunState:
     def trailing_agent_errors(self) -> int:
         n = 0
         for q in sorted(self.attempts, reverse=True):
-            if not self.attempts[q].error.startswith(AGENT_ERROR):
+            if self.attempts[q].outcome is not AttemptOutcome.AGENT_ERROR:
                 break
             n += 1
         return n

@@ -1,34 +1,32 @@
 """The run engine: next row -> propose -> judge -> record -> accept/revert -> gate -> re-plan.
 
-Each turn of the loop asks :func:`forgekernel.decisions.decide` (pure: state, limits,
+Each turn of the loop asks :func:`forgekernel.run.decisions.decide` (pure: state, limits,
 session flags, clock) what comes next and dispatches on the answer; the effects live in
-:class:`forgekernel.steps.Steps`.
+:class:`forgekernel.run.session.RunSession`.
 
 It depends only on the protocols of :mod:`forgekernel.protocols`: the agents
 (``Coder``/``Architect``), a ``Judge`` callable, a delivery ``Runner``, and optional
 ``Profiler`` and ``Prescriber`` callables. The CLI picks the concrete ones. All state lives in the run dir's ledger; see
-:mod:`forgekernel.ledger` for the two-phase attempt protocol that makes a kill at any
+:mod:`forgekernel.run.ledger` for the two-phase attempt protocol that makes a kill at any
 moment safe to resume.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from forgekernel import rundir
 from forgekernel.config import Settings
-from forgekernel.decisions import Attempt, Confirm, JudgePending, Replan, Stop, decide
-from forgekernel.ledger import Ledger
 from forgekernel.protocols import Architect, Coder, Judge, Prescriber, Profiler, Progress, Runner
-from forgekernel.runstate import Limits, RunState, replay
-from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
-from forgekernel.steps import Steps
+from forgekernel.run import lockfile, rundir
+from forgekernel.run.decisions import Attempt, Confirm, JudgePending, Replan, Stop, decide
+from forgekernel.run.ledger import Ledger
+from forgekernel.run.parts import EngineError, ProgressEvent, RunOutcome, Seams
+from forgekernel.run.session import RunSession
+from forgekernel.run.state import Limits, RunState, replay
 
 
 def run(run_dir: Path, coder: Coder, architect: Architect, judge: Judge, runner: Runner,
@@ -39,13 +37,13 @@ def run(run_dir: Path, coder: Coder, architect: Architect, judge: Judge, runner:
         profile_command: tuple[str, ...] = ()) -> RunOutcome:
     """Drive one run dir until the target, the budget or the ideas run out; resumable.
 
-    ``limits`` overrides run.toml (keys of :class:`~forgekernel.runstate.Limits`).
+    ``limits`` overrides run.toml (keys of :class:`~forgekernel.run.state.Limits`).
     """
     seams = Seams(coder, architect, judge, runner, profiler, prescriber,
                   hasher or rundir.content_hash, confirm_judge, check_command, profile_command)
     rd = rundir.open(run_dir)
     with _locked(rd):
-        s = Steps(rd, seams, Limits.from_config(rd.config, rd.target, **(limits or {})),
+        s = RunSession(rd, seams, Limits.from_config(rd.config, rd.target, **(limits or {})),
                   progress or (lambda ev: None))
         s.resume(settings)
         while True:
@@ -65,22 +63,12 @@ def run(run_dir: Path, coder: Coder, architect: Architect, judge: Judge, runner:
                     return s.finish(reason)
 
 
-@contextlib.contextmanager
-def _locked(rd: rundir.RunDir) -> Iterator[None]:
+def _locked(rd: rundir.RunDir) -> contextlib.AbstractContextManager[None]:
     """One `forge run` per run dir; the lock dies with its process (even on SIGKILL)."""
-    try:
-        fd = os.open(rd.lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise EngineError(f"{rd.root}: cannot take the run dir's lock ({exc.strerror or exc}); "
-                          "`forge run` needs to write the run dir") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise EngineError(f"{rd.root}: another `forge run` is using this run dir") from None
-        yield
-    finally:
-        os.close(fd)
+    return lockfile.exclusive(
+        rd.lock, EngineError(f"{rd.root}: another `forge run` is using this run dir"),
+        lambda exc: EngineError(f"{rd.root}: cannot take the run dir's lock ({exc.strerror or exc}); "
+                                "`forge run` needs to write the run dir"))
 
 
 def load_state(rd: rundir.RunDir) -> RunState:

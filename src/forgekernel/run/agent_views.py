@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel import curriculum as C
-from forgekernel import rundir
 from forgekernel.agents.base import AttemptNote
 from forgekernel.agents.prompting import clean_summary
 from forgekernel.errors import ForgeError
-from forgekernel.records import Attempt, Profile
-from forgekernel.runstate import DUPLICATE, RunState
+from forgekernel.records import Attempt, AttemptOutcome, Profile
+from forgekernel.run import rundir
+from forgekernel.run.state import RunState
 
 RETRY_DIFF_LINES = 120
 """Lines of a retry's diff shown to the coder; a longer diff is cut with a note."""
@@ -31,9 +31,10 @@ def history(state: RunState) -> tuple[AttemptNote, ...]:
         started = state.started.get(q)
         summary = started.summary if started else a.error.splitlines()[0] if a.error else ""
         summary = clean_summary(summary)
-        status = v.status.value if v else ("DUPLICATE" if a.error.startswith(DUPLICATE) else "ERROR")
+        status = v.status.value if v else ("DUPLICATE" if a.outcome is AttemptOutcome.DUPLICATE else "ERROR")
         notes.append(AttemptNote(seq=q, row=a.row, status=status,
-                                 speedup=v.speedup if v else None, summary=summary[:300]))
+                                 speedup=v.speedup if v else None, summary=summary[:300],
+                                 data=started.data if started else {}))
     return tuple(notes)
 
 
@@ -41,7 +42,7 @@ def proposed(state: RunState) -> tuple[AttemptNote, ...]:
     """Notes for candidates started but not yet judged (earlier proposals of a batch), so a
     coder proposes something else; status ``PROPOSED``. Empty outside batch mode."""
     return tuple(AttemptNote(seq=s.seq, row=s.row, status="PROPOSED", speedup=None,
-                             summary=clean_summary(s.summary)[:300])
+                             summary=clean_summary(s.summary)[:300], data=s.data)
                  for s in state.waiting)
 
 

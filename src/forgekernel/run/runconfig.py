@@ -64,7 +64,7 @@ class RunConfig:
 
     path: Path
     id: str | None = None
-    """The run's id: names its ledger key (:mod:`forgekernel.seal`); None before sealing."""
+    """The run's id: names its ledger key (:mod:`forgekernel.run.seal`); None before sealing."""
     task: str = ""
     delivery: str = "auto"
     agent: str | None = None

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel.records import Verdict
-from forgekernel.runstate import RunState
+from forgekernel.run.state import RunState
 
 
 def _figure(w: float = 7.0, h: float = 4.0):

@@ -7,7 +7,7 @@ Layout (``.artifacts/<task>_<stamp>/``)::
     reference.json        reference analysis: roofline floors, profiles when available
     curriculum.toml       the current plan with live statuses (a view of the ledger)
     curriculum.v<N>.toml  every version the architect made, as made
-    ledger.jsonl          the append-only record (see forgekernel.ledger)
+    ledger.jsonl          the append-only record (see forgekernel.run.ledger)
     workspace/            git repo the coder edits; HEAD is the best kernel so far
     candidates/<id>/      src/ (the judged files), agent.json, verdict.json, profile.json
     best/                 kernel.py (+ other files) and verdict.json of the best
@@ -28,13 +28,14 @@ from typing import Any
 
 import tomli_w
 
-from forgekernel import __version__, candidate, runconfig
+from forgekernel import __version__, candidate
 from forgekernel.config import Settings
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec
+from forgekernel.run import runconfig
 from forgekernel.task import load_task
 
-IGNORED = ("__pycache__", "*.pyc", ".pytest_cache")
+IGNORED = candidate.IGNORED
 """Patterns git ignores in the workspace (dotfiles and caches are never part of a candidate)."""
 
 ENGINE_DEFAULTS = runconfig.ENGINE_DEFAULTS
@@ -124,7 +125,7 @@ class RunDir:
 
     def ledger_key(self) -> bytes | None:
         """The key that signs this run's ledger (None for a run dir made before sealing)."""
-        from forgekernel import seal
+        from forgekernel.run import seal
 
         return seal.key_for(self.config.id, self.root)
 
@@ -185,7 +186,7 @@ def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path
     ``out`` names the directory (it must not exist or be empty); by default it is
     ``<settings.artifacts>/<task>_<stamp>``.
     """
-    from forgekernel import workspace
+    from forgekernel.run import workspace
 
     task = load_task(task_path)
     root = Path(out) if out is not None else _fresh_dir(Path(settings.artifacts), task.name)
@@ -221,7 +222,7 @@ def _fresh_dir(base: Path, name: str) -> Path:
 def run_config(task: TaskSpec, settings: Settings) -> dict[str, Any]:
     """The resolved configuration written to run.toml (no secrets, no None values)."""
     agent = settings.agent or "builtin"
-    from forgekernel import seal
+    from forgekernel.run import seal
 
     cfg: dict[str, Any] = {
         "id": seal.new_run_id(), "task": task.name,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from forgekernel import curriculum as C
 from forgekernel.records import Attempt, Milestone, Verdict
-from forgekernel.runstate import RunState
+from forgekernel.run.state import RunState
 
 BUDGETS = ("iteration budget", "time budget", "dollar budget")
 GPU_HOWTO = ("for device timings run it where an NVIDIA GPU is: on a GPU machine `forge run {task} "

@@ -19,10 +19,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from forgekernel.candidate import matches
+from forgekernel.candidate import IGNORED, copy_files, matches
 from forgekernel.config import child_env
 from forgekernel.errors import ForgeError
-from forgekernel.rundir import IGNORED, copy_files
 
 _IDENT = ["-c", "user.name=forgekernel", "-c", "user.email=forge@localhost",
           "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false", "-c", "core.hooksPath=/dev/null",

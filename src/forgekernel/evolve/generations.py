@@ -2,10 +2,10 @@
 
 Generation 0 is an ordinary run (``rundir.create`` + ``engine.run``, as ``forge run``)
 against the task's PyTorch reference. When a generation ends with an accepted best, that
-kernel is sealed (:mod:`forgekernel.evolve_ref`) and generation k+1 is a new run whose
+kernel is sealed (:mod:`forgekernel.evolve.reference`) and generation k+1 is a new run whose
 *performance* reference is that kernel; the *correctness* oracle is always the task's
 reference in float64 (the judge's own rule). The next run starts from the previous one's
-outcome (:mod:`forgekernel.evolve_carry`).
+outcome (:mod:`forgekernel.evolve.carry`).
 
 Stop rule, checked after each generation on its best's final confirmation verdict (the
 best re-timed against its reference, interleaved, with the noise floor measured as the
@@ -19,8 +19,8 @@ reference against itself in the same judgement):
   chain records them (labelled) but does not stop on them;
 * the generation count (``--generations``), or the chain's time budget.
 
-The chain dir (:mod:`forgekernel.evolve_chain`): ``evolve.toml``, ``task/``, ``gen_<k>/`` run
-dirs, ``sealed/``, and ``lineage.json`` (:mod:`forgekernel.evolve_lineage`), which gains one
+The chain dir (:mod:`forgekernel.evolve.chain`): ``evolve.toml``, ``task/``, ``gen_<k>/`` run
+dirs, ``sealed/``, and ``lineage.json`` (:mod:`forgekernel.evolve.lineage`), which gains one
 entry per finished generation and is the chain's commit point: a killed chain resumes with
 the first generation it lacks (a half-finished run resumes through the engine).
 """
@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forgekernel import engine, evolve_carry, evolve_lineage, evolve_ref, report, rundir
 from forgekernel.config import Settings
-from forgekernel.evolve_chain import (
+from forgekernel.evolve import carry as evolve_carry
+from forgekernel.evolve import lineage as evolve_lineage
+from forgekernel.evolve import reference as evolve_ref
+from forgekernel.evolve.chain import (
     CPU_ITERATIONS,
     NOISE_RULES,
     Chain,
@@ -50,8 +52,10 @@ from forgekernel.evolve_chain import (
 )
 from forgekernel.protocols import Progress
 from forgekernel.records import Verdict
-from forgekernel.runstate import RunState
-from forgekernel.seams import ProgressEvent
+from forgekernel.report import markdown as report
+from forgekernel.run import engine, rundir
+from forgekernel.run.parts import ProgressEvent
+from forgekernel.run.state import RunState
 
 __all__ = ["CPU_ITERATIONS", "NOISE_RULES", "Chain", "ChainOptions", "ChainOutcome", "Decision",
            "EvolveError", "Parts", "create", "decide", "evolve", "is_chain", "open_chain"]

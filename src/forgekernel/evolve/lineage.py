@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forgekernel import rundir
+from forgekernel.run import rundir
 
 CPU_NOTE = ("These timings are **cpu-interpret**: they time the Triton interpreter on a CPU, not a "
             "GPU, and say nothing about kernel speed. A CPU chain proves the mechanics: sealing, "

@@ -1,7 +1,7 @@
-"""The steps :func:`forgekernel.engine.run` strings together.
+"""The steps :func:`forgekernel.run.engine.run` strings together.
 
 Every step appends to the ledger first and applies the same event to the in-memory state
-(:meth:`Steps.record`); the workspace, ``best/`` and ``curriculum.toml`` are views that a
+(:meth:`RunSession.record`); the workspace, ``best/`` and ``curriculum.toml`` are views that a
 resumed run rebuilds from the ledger.
 """
 
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from forgekernel import candidate, explain, exprs, rundir, views
+from forgekernel import candidate, exprs
 from forgekernel import curriculum as C
 from forgekernel.agents.base import (
     AgentError,
@@ -22,62 +22,74 @@ from forgekernel.agents.base import (
     NothingToTry,
 )
 from forgekernel.config import Settings
-from forgekernel.decisions import Flags
 from forgekernel.errors import ForgeError
-from forgekernel.ledger import (
+from forgekernel.protocols import Progress
+from forgekernel.records import (
+    AgentCost,
+    Attempt,
+    AttemptOutcome,
+    DecisionRow,
+    Milestone,
+    Profile,
+    Verdict,
+)
+from forgekernel.run import agent_views as views
+from forgekernel.run import explain, rundir
+from forgekernel.run.decisions import Flags
+from forgekernel.run.ledger import (
     ConfirmEvent,
     EndEvent,
     Event,
     GateEvent,
-    Ledger,
     PlanEvent,
     RowEvent,
     SessionEvent,
     StartedEvent,
     now,
 )
-from forgekernel.protocols import Progress
-from forgekernel.records import AgentCost, Attempt, DecisionRow, Milestone, Profile, Verdict
-from forgekernel.runstate import AGENT_ERROR, DUPLICATE, Limits, RowCount, RunState, replay
-from forgekernel.seams import EngineError, ProgressEvent, RunOutcome, Seams
-from forgekernel.workspace import Workspace
+from forgekernel.run.parts import EngineError, ProgressEvent, ProgressKind, RunOutcome, Seams
+from forgekernel.run.record import RunRecord
+from forgekernel.run.state import Limits, RowCount, RunState
+from forgekernel.run.workspace import Workspace
+
+AGENT = AttemptOutcome.AGENT_ERROR
 
 
-class Steps:
+class RunSession:
     """One `forge run` session over a run dir."""
 
     def __init__(self, rd: rundir.RunDir, seams: Seams, limits: Limits, progress: Progress) -> None:
         self.rd, self.seams, self.limits, self.say = rd, seams, limits, progress
         self.task = rd.task()
-        self.ledger = Ledger(rd.ledger, rd.ledger_key())
+        self.log = RunRecord(rd, limits.max_retries)
         self.ws = Workspace(rd.workspace, rd.git_dir)
-        self.state = RunState(max_retries=limits.max_retries)
         self.reference_source = (rd.task_dir / "reference.py").read_text()
         self.flags = Flags()
         self.unrecorded_cost: AgentCost | None = None
         self._prescriptions: dict[str, tuple[str, ...]] = {}
 
     # -- plumbing
-    def emit(self, kind: str, message: str, **data: Any) -> None:
+    def emit(self, kind: ProgressKind, message: str, **data: Any) -> None:
         self.say(ProgressEvent(kind, message, data))
 
+    @property
+    def state(self) -> RunState:
+        return self.log.state
+
     def record(self, ev: Event) -> Event:
-        self.ledger.append(ev)
-        self.state.apply(ev)
-        return ev
+        return self.log.commit(ev)
 
     def resume(self, settings: Settings | None) -> None:
-        """Rebuild the state from the ledger and put the workspace back on the best."""
-        torn = self.ledger.repair()
-        self.state = replay(self.ledger.events(), self.limits.max_retries, str(self.rd.ledger))
-        rundir.clean_partial(self.rd)
+        """Rebuild the state from the ledger and put the workspace and the derived files
+        back on the best."""
+        torn = self.log.reopen()
         best = self.state.best
         if best is not None:
             src = self._verified(best.candidate, f"the best (attempt #{best.seq})")
             self.ws.ensure_best(best.seq, best.candidate, src, self.seams.hasher)
-            rundir.install_best(self.rd, best.candidate, best.verdict)
         else:
             self.ws.recover()
+        self.log.refresh()
         again = bool(self.state.attempts or self.state.started)
         s = self.seams
         self.record(SessionEvent(pid=os.getpid(), delivery=s.runner.name, agent=s.coder.name,
@@ -89,7 +101,7 @@ class Steps:
             self.emit("note", f"cut a torn last ledger line ({torn} bytes) left by an interruption")
         if not self.rd.reference.exists():
             self.emit("note", "analysing the reference")
-            from forgekernel.analysis import analyse_reference, bound_note, speedup_bound
+            from forgekernel.run.analysis import analyse_reference, bound_note, speedup_bound
 
             reference = analyse_reference(self.task, s.runner, s.profiler)
             rundir.write_json(self.rd.reference, reference)
@@ -128,7 +140,6 @@ class Steps:
             return False
         self.record(PlanEvent(version=new.version, reason=new.reason, after_seq=st.last_seq,
                               curriculum=C.to_dict(new), agent=res.cost, notes=res.notes))
-        rundir.atomic_write(self.rd.curriculum_version(new.version), C.dumps(new))
         self.flags.gate = None
         self.check_gate()
         return True
@@ -180,35 +191,36 @@ class Steps:
             self.emit("note", f"{row.id} closed: {exc}")
             return False
         except AgentError as exc:
-            return self._failed(seq, m, row, f"{AGENT_ERROR}{exc}", AgentCost(agent=coder.name))
+            return self._failed(seq, m, row, AGENT, str(exc), AgentCost(agent=coder.name))
         except Exception as exc:
-            self._failed(seq, m, row, f"internal error: {type(exc).__name__}: {exc}",
-                         AgentCost(agent=coder.name))
+            self._failed(seq, m, row, AttemptOutcome.INTERNAL_ERROR,
+                         f"{type(exc).__name__}: {exc}", AgentCost(agent=coder.name))
             raise
         if res.error:
-            return self._failed(seq, m, row, f"{AGENT_ERROR}{res.error}", res.cost)
+            return self._failed(seq, m, row, AGENT, res.error, res.cost)
         cid = self.seams.hasher(self.ws.root)
         if cid == given:
-            return self._failed(seq, m, row, f"{AGENT_ERROR}made no edit: the workspace still holds "
+            return self._failed(seq, m, row, AGENT, "made no edit: the workspace still holds "
                                 f"the kernel it was given ({cid}); nothing to judge", res.cost)
         prev = st.judged(cid) or next((s.seq for s in st.waiting if s.candidate == cid), None)
         if prev is not None:
-            return self._failed(seq, m, row, f"{DUPLICATE}#{prev}: candidate {cid} is unchanged; "
-                                "not judged again", res.cost, cid)
+            return self._failed(seq, m, row, AttemptOutcome.DUPLICATE, f"#{prev}: candidate {cid} "
+                                "is unchanged; not judged again", res.cost, cid)
         rundir.store_candidate(self.rd, cid, self.ws.root, {"seq": seq, "row": row.id,
                                "summary": res.summary, "cost": res.cost.model_dump(mode="json")})
         self.record(StartedEvent(seq=seq, milestone=m.id, row=row.id, candidate=cid,
-                                 agent=res.cost, summary=res.summary))
+                                 agent=res.cost, summary=res.summary, data=res.data))
         if self.limits.batch > 1:
             self.ws.reset()  # the next proposal of the batch starts from the best too
         return True
 
-    def _failed(self, seq: int, m: Milestone, row: DecisionRow, error: str, cost: AgentCost,
-                cid: str = "") -> bool:
-        self.record(Attempt(seq=seq, time=now(), milestone=m.id, row=row.id, candidate=cid,
-                            agent=cost, error=error))
+    def _failed(self, seq: int, m: Milestone, row: DecisionRow, outcome: AttemptOutcome, detail: str,
+                cost: AgentCost, cid: str = "") -> bool:
+        a = Attempt.failed(outcome, detail, seq=seq, time=now(), milestone=m.id, row=row.id,
+                           candidate=cid, agent=cost)
+        self.record(a)
         self.ws.reset()
-        self.emit("judged", f"#{seq} {row.id}: {error.splitlines()[0][:160]}", seq=seq, status="ERROR")
+        self.emit("judged", f"#{seq} {row.id}: {a.error.splitlines()[0][:160]}", seq=seq, status="ERROR")
         return True
 
     def _verified(self, cid: str, what: str) -> Path:
@@ -263,8 +275,6 @@ class Steps:
             self.ws.accept(seq, cid, src, started.summary, best=is_best)
         else:
             self.ws.reset()
-        if is_best:
-            rundir.install_best(self.rd, cid, verdict)
         x = f", {verdict.speedup:.3g}x" if verdict.speedup is not None else ""
         tag = explain.judged_note(verdict, is_best, needed if contender else None, noise)
         self.emit("judged", f"#{seq} {started.row}: {verdict.status.value}{x}{tag}", seq=seq,
@@ -287,8 +297,6 @@ class Steps:
             self.record(GateEvent(milestone=m.id, candidate=best.candidate, after_seq=self.state.last_seq,
                                   lines=tuple(dataclasses.asdict(r) for r in self.flags.gate.lines)))
             self.emit("gate", f"gate {m.id} passed" + (" (frozen)" if m.kind == "architecture" else ""))
-        if self.state.curriculum is not None:
-            rundir.atomic_write(self.rd.curriculum, C.dumps(self.state.curriculum))
 
     def _gate_profiles(self, m: Milestone) -> list[Profile]:
         best, profiler = self.state.best, self.seams.profiler
@@ -314,15 +322,13 @@ class Steps:
     # -- the end
     def finish(self, stop: str) -> RunOutcome:
         """Confirm the best (interleaved re-judgement), record the end, write the report."""
-        from forgekernel import report
+        from forgekernel.report import markdown as report
 
         self.emit("stop", stop)
         best, met, speedup = self.state.best, False, None
         if best is not None:
             confirm = self.confirm(best)
             met, speedup = confirm.met, confirm.verdict.speedup
-            if confirm.verdict.passed:
-                rundir.install_best(self.rd, best.candidate, confirm.verdict)
         self.record(EndEvent(reason=stop, target_met=met, after_seq=self.state.last_seq,
                              agent=self.unrecorded_cost))
         report.write(self.rd, self.state)
@@ -330,7 +336,7 @@ class Steps:
                           best.candidate if best else None, speedup, self.state.iterations)
 
     def confirm(self, best: Attempt) -> ConfirmEvent:
-        """The best re-judged against the reference once (:class:`~forgekernel.decisions.Confirm`)."""
+        """The best re-judged against the reference once (:class:`~forgekernel.run.decisions.Confirm`)."""
         done = [c for c in self.state.confirms if c.candidate == best.candidate]
         if done:  # one confirmation per best: a refuted one is not re-timed until it is replaced
             return done[-1]

@@ -1,10 +1,10 @@
 """What the run does next, decided from its state alone: :func:`decide`.
 
-:func:`decide` is pure: it reads the :class:`~forgekernel.runstate.RunState` folded from
-the ledger, the run's :class:`~forgekernel.runstate.Limits`, the session's
+:func:`decide` is pure: it reads the :class:`~forgekernel.run.state.RunState` folded from
+the ledger, the run's :class:`~forgekernel.run.state.Limits`, the session's
 :class:`Flags` and the clock, and returns one decision. It runs nothing and records
-nothing; :func:`forgekernel.engine.run` dispatches on the decision and
-:class:`forgekernel.steps.Steps` carries out its effects.
+nothing; :func:`forgekernel.run.engine.run` dispatches on the decision and
+:class:`forgekernel.run.session.RunSession` carries out its effects.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import datetime
 from forgekernel import curriculum as C
 from forgekernel.records import Attempt as AttemptRecord
 from forgekernel.records import DecisionRow, Milestone
-from forgekernel.runstate import Limits, RunState
+from forgekernel.run.state import Limits, RunState
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 
 from forgekernel.agents.base import ArchitectContext, ArchitectResult
 from forgekernel.records import Curriculum, Verdict
-from forgekernel.runstate import RunState
+from forgekernel.run.state import RunState
 
 
 def _rows(state: RunState) -> list[dict[str, Any]]:
@@ -65,6 +65,7 @@ def build(state: RunState, generation: int, verdict: Verdict | None, timing: str
         started = state.started.get(best.seq)
         out["best"] = {"candidate": best.candidate, "seq": best.seq, "row": best.row,
                        "milestone": best.milestone, "summary": started.summary if started else "",
+                       "data": started.data if started else {},
                        "speedup": verdict.speedup if verdict else None,
                        "noise_floor": verdict.noise_floor if verdict else None, "timing": timing}
     return out

@@ -95,7 +95,7 @@ def _tools() -> list[Check]:
 
 
 def _agents(settings: Settings) -> list[Check]:
-    from forgekernel.plan import _bundled_claude
+    from forgekernel.cli.plan import _bundled_claude
 
     claude = settings.claude_bin or shutil.which("claude") or _bundled_claude()
     version = _tool_version([claude, "--version"]) if claude else None

@@ -78,6 +78,8 @@ class StartedEvent(Marker):
     candidate: str
     agent: AgentCost
     summary: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """The coder's machine-readable state (``CoderResult.data``); absent in older ledgers."""
 
 
 class RowEvent(Marker):
@@ -155,7 +157,7 @@ def read(path: Path, key: bytes | None = None) -> tuple[list[Event], int]:
     Only the last line may be torn: unfinished (no newline yet), or NUL bytes a crash left.
     Any other line that does not parse, the last one included, is a LedgerError: a complete
     line was written whole, so damage there is not an interruption and is never dropped.
-    With the run's ``key`` (:mod:`forgekernel.seal`), every line's signature must follow
+    With the run's ``key`` (:mod:`forgekernel.run.seal`), every line's signature must follow
     from the one before: a line the engine did not write is refused.
     """
     return _read(path, key)[:2]
@@ -184,7 +186,7 @@ def _read(path: Path, key: bytes | None) -> tuple[list[Event], int, str]:
 
 
 def _verified(path: Path, n: int, key: bytes, previous: str, text: str) -> str:
-    from forgekernel import seal
+    from forgekernel.run import seal
 
     body, sig = split_sig(text)
     if sig is None or not seal.check(key, previous, body, sig):
@@ -231,7 +233,7 @@ class Ledger:
         if "\n" in text:
             raise LedgerError("a ledger line must not contain a newline")
         if self.key is not None:
-            from forgekernel import seal
+            from forgekernel.run import seal
 
             if self.last is None:
                 self.last = _read(self.path, self.key)[2]
