@@ -70,6 +70,6 @@ def test_a_run_that_judged_nothing_is_named_by_its_error(tmp_path):
     (root / "problems" / "p" / "run.log").write_text(
         "[plan] architect (builtin): initial plan\nforge: error: the reference draws random numbers\n")
     (root / bench.RESULTS).write_text(json.dumps({"slug": "p", "correct": False, "statuses": {}}) + "\n")
-    failure = bench_summary.write(root)["failures"][0]
+    failure = bench.summary(root)["failures"][0]
     assert failure["why"] == "the reference draws random numbers"
     assert "the reference draws random numbers" in (root / "summary.md").read_text()

@@ -148,14 +148,12 @@ class _Recorder:
         self.root, self.on_result, self.lock = root, on_result, threading.Lock()
 
     def __call__(self, row: dict[str, Any]) -> None:
-        from forgekernel import bench_summary
-
         with self.lock:
             with open(self.root / RESULTS, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
                 os.fsync(fh.fileno())
-            bench_summary.write(self.root)
+            summary(self.root)
             self.on_result(row)
 
 
@@ -163,8 +161,6 @@ def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: No
         unsafe_no_sandbox: bool = False) -> dict[str, Any]:
     """Run every unfinished problem of the bench dir; returns the summary.
     ``unsafe_no_sandbox`` is passed to every `forge new` and `forge run` (not kept)."""
-    from forgekernel import bench_summary
-
     problems, settings = load(root)
     if unsafe_no_sandbox:
         settings = replace(settings, unsafe=True)
@@ -174,7 +170,15 @@ def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: No
     with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
         for future in [pool.submit(run_problem, root, p, settings) for p in todo]:
             record(future.result())
-    return bench_summary.write(root)
+    return summary(root)
+
+
+def summary(root: Path) -> dict[str, Any]:
+    """Rebuild summary.json, summary.md and summary.png from the bench dir (returned)."""
+    from forgekernel import bench_summary
+
+    problems, settings = load(root)
+    return bench_summary.write(root, problems, settings, finished(root))
 
 
 def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[str, Any]:

@@ -16,8 +16,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from forgekernel.bench import finished, load
-
 
 def metrics(rows: list[dict[str, Any]], total: int) -> dict[str, Any]:
     """Correct rate, fast_0/fast_1 and geometric means, against eager and torch.compile."""
@@ -36,10 +34,9 @@ def metrics(rows: list[dict[str, Any]], total: int) -> dict[str, Any]:
     return out
 
 
-def write(root: Path) -> dict[str, Any]:
-    """summary.json, summary.md and summary.png from the bench dir's results."""
-    problems, settings = load(root)
-    done = finished(root)
+def write(root: Path, problems: list[Any], settings: Any, done: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """summary.json, summary.md and summary.png from the bench dir's problems, settings and
+    results so far (:func:`forgekernel.bench.summary` reads them)."""
     rows = [done[p.slug] for p in problems if p.slug in done]
     summary = {"bench": str(root), "settings": vars(settings), "metrics": metrics(rows, len(problems)),
                "failures": [{"slug": r["slug"], "stage": r.get("stage", "judge"),

@@ -82,7 +82,8 @@ def backend(name: str, role: str, settings: Settings, script: Path | None, login
 def runner(delivery: str, settings: Settings, gpu: int | None, connect: bool = True) -> tuple[Any, str]:
     """(runner, resolved name) for ``delivery``, proven usable: a GPU where one is needed.
     ``connect=False`` skips what needs the network (the ssh probe, joining a Ray cluster)."""
-    from forgekernel.delivery.base import make_runner, resolve_delivery
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.delivery.registry import make_runner
 
     name, _why = resolve_delivery(delivery)
     try:

@@ -4,7 +4,8 @@
 labelled ``cpu-interpret``). ``local``: a fresh local process on this machine's GPU.
 """
 
-from forgekernel.delivery.base import Job, JobResult, make_runner
+from forgekernel.delivery.base import Job, JobResult
+from forgekernel.delivery.registry import make_runner
 from forgekernel.protocols import Runner
 
 __all__ = ["Job", "JobResult", "Runner", "make_runner"]

@@ -1,4 +1,5 @@
-"""Jobs and their results, and the runner for a delivery name (:func:`make_runner`).
+"""Jobs and their results, and which delivery a request means (the runners are built by
+:func:`forgekernel.delivery.registry.make_runner`).
 
 A :class:`~forgekernel.protocols.Runner` runs one job in a fresh process and brings back
 its result.
@@ -15,8 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from forgekernel.protocols import Runner
 
 
 class Job(BaseModel):
@@ -80,34 +79,6 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return "unknown"
-
-
-def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> Runner:
-    """Build the runner for a delivery name; unknown names raise ValueError.
-
-    ``ssh`` and ``ray`` read their host, work dir, Python, ssh config, cluster address and
-    device from ``settings`` (a :class:`forgekernel.config.Settings`; loaded afresh when
-    not given); ``gpu`` overrides ``settings.gpu``. Nothing connects until the first job.
-    """
-    from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
-
-    if name == "cpu":
-        return CpuRunner()
-    if name == "local":
-        return LocalGpuRunner(gpu=gpu)
-    if name in ("ssh", "ray"):
-        from forgekernel.config import load_settings
-
-        settings = settings or load_settings()
-        gpu = gpu if gpu is not None else settings.gpu
-        if name == "ssh":
-            from forgekernel.delivery.ssh import ssh_runner
-
-            return ssh_runner(settings, gpu=gpu)
-        from forgekernel.delivery.ray_runner import RayRunner
-
-        return RayRunner(settings.ray_address, device=settings.remote_device)
-    raise ValueError(f"unknown delivery '{name}'; use cpu, local, ssh or ray")
 
 
 def cpu_only_torch() -> bool:

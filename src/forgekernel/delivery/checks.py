@@ -33,7 +33,8 @@ def _round_trip(name: str, runner: Any) -> Row:
 
 
 def _local(settings: Any) -> list[Row]:
-    from forgekernel.delivery.base import make_runner, resolve_delivery
+    from forgekernel.delivery.base import resolve_delivery
+    from forgekernel.delivery.registry import make_runner
 
     try:
         chosen, why = resolve_delivery(settings.delivery)

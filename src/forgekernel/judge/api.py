@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from forgekernel import __version__
 from forgekernel import candidate as cand
@@ -23,8 +23,9 @@ from forgekernel.delivery.base import Job, JobResult
 from forgekernel.errors import ForgeError
 from forgekernel.judge import feedback, policy
 from forgekernel.judge.options import JudgeOptions
+from forgekernel.judge.result import WorkerResult
 from forgekernel.protocols import Runner
-from forgekernel.records import Status, TaskSpec, Verdict, WorkloadResult
+from forgekernel.records import Status, TaskSpec, Verdict
 
 WORKER = "forgekernel.judge.worker"
 JUDGE_NAME = f"forgekernel {__version__}"
@@ -34,25 +35,6 @@ OUTPUT_CAP = 4 * 1024 * 1024
 
 class JudgeError(ForgeError, RuntimeError):
     """The judge could not judge (broken task reference, worker failed before the candidate)."""
-
-
-class WorkerResult(BaseModel):
-    """What the verifier (``judge/worker.py``) sends back on its signed channel: either
-    ``judge_error`` (it could not start: no verdict on the candidate) or a status with its
-    reason, details, per-workload results, profile and, when PASSED, the timings."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    versions: dict[str, str] = Field(default_factory=dict)
-    device: str = ""
-    judge_error: str | None = None
-    status: Status | None = None
-    reason: str = ""
-    details: dict[str, Any] = Field(default_factory=dict)
-    workloads: tuple[WorkloadResult, ...] = ()
-    profile: dict[str, Any] = Field(default_factory=dict)
-    noise_floor: float | None = None
-    speedup: float | None = None
 
 
 def judge(task: TaskSpec, candidate: str | Path, runner: Runner,

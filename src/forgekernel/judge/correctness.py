@@ -22,7 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from forgekernel.records import JudgeSpec
+from forgekernel.records import JudgeSpec, Status
+
+STATUS_OF = {"count": Status.WRONG_SHAPE, "shape": Status.WRONG_SHAPE, "type": Status.WRONG_DTYPE,
+             "dtype": Status.WRONG_DTYPE, "device": Status.WRONG_DTYPE, "subclass": Status.REJECTED}
+"""The verdict a failed structure check of an output gives, by the check's kind."""
 
 TOL_MULTIPLE = 2.0
 """A candidate may have at most this multiple of the reference's own error."""

@@ -131,7 +131,7 @@ def _refresh(session: Any, wl: Any, views: list[list[Any]], seeds: list[int]) ->
 
 def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     """The timing fields of one workload from gated batches (see the module docstring)."""
-    from forgekernel.judge import perf
+    from forgekernel.judge import timed
 
     problem, wl = session.problem, slot.wl
     example = problem.make(wl, inp.secret_seed())
@@ -169,8 +169,8 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     outs = session.cand.collect(slot, picks)
     with session.spent("verify_timed"):
         for j, got in zip(picks, outs, strict=True):
-            perf.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
-    return perf.summarise_sides(session, slot, sides, "device", k)
+            timed.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
+    return timed.summarise_sides(session, slot, sides, "device", k)
 
 
 def _refresh_local(problem: Any, wl: Any, sets: list[list[Any]]) -> None:

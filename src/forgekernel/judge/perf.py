@@ -17,11 +17,8 @@ import statistics
 import time
 from typing import Any
 
-from forgekernel.judge import audit, timing
-from forgekernel.judge import correctness as cx
 from forgekernel.judge import inputs as inp
-from forgekernel.judge.failure import Failure
-from forgekernel.records import Status
+from forgekernel.judge.timed import summarise_sides, verify_timed
 
 _perf = time.perf_counter  # bound at import, before any candidate code exists
 
@@ -108,53 +105,6 @@ class _Samples:
 
     def __init__(self, per_call_ms: list[float], host_ms: list[float]) -> None:
         self.per_call_ms, self.host_ms = per_call_ms, host_ms
-
-
-def verify_timed(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...], last: bool) -> None:
-    """A timed call's outputs against the oracle (catches phase detection and drift)."""
-    _verify(session, slot, args, outs, 1 if last else 0, 2)
-
-
-def summarise_sides(session: Any, slot: Any, sides: dict[str, Any], label: str, k: int) -> dict[str, Any]:
-    """The timing fields from the three sides' per-call samples (ref1, cand, ref2)."""
-    r1, cand, r2 = sides["ref1"], sides["cand"], sides["ref2"]
-    m_ref = timing.measurement(r1.per_call_ms + r2.per_call_ms, label)
-    m_cand = timing.measurement(cand.per_call_ms, label)
-    med1, med2 = statistics.median(r1.per_call_ms), statistics.median(r2.per_call_ms)
-    noise = abs(med1 / med2 - 1.0) if med2 > 0 else 0.0
-    flags = []
-    host = statistics.median(cand.host_ms)
-    if session.cuda and host > 1.5 * m_cand.median_ms + 0.05:
-        flags.append(f"{slot.label}: host time per call {host:.3f} ms vs device {m_cand.median_ms:.3f} ms")
-    floor = audit.roofline_floor(session.task, slot.wl, [(o.shape, cx.dtype_name(o)) for o in slot.outputs],
-                                 session.device_name) if session.cuda else None
-    sol = floor.sol_pct(m_cand.median_ms) if floor else None
-    if floor is not None and m_cand.median_ms < floor.floor_ms / audit.ROOFLINE_SLACK:
-        raise Failure(Status.REJECTED, f"{slot.label}: {m_cand.median_ms:.4f} ms is faster than the "
-                      f"roofline floor {floor.floor_ms:.4f} ms ({sol:.0f}% of speed of light); "
-                      "rejected pending review", {"kind": "roofline", "workload": slot.label})
-    fields = {"median_ms": m_cand.median_ms, "spread_ms": m_cand.spread_ms, "reference_ms": m_ref.median_ms,
-              "speedup": m_ref.median_ms / m_cand.median_ms if m_cand.median_ms > 0 else None,
-              "sol_pct": sol, "timing_label": label}
-    return {"fields": fields, "noise": noise, "host_ms": host, "flags": flags, "batch": k}
-
-
-def _verify(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...], r: int, rounds: int) -> None:
-    """A timed call's outputs against the oracle (catches phase detection and drift)."""
-    check = cx.check_structure(outs, tuple(slot.outputs))
-    if check.ok:
-        oracle = session.problem.oracle(slot.wl, args)
-        for k, (o, ref) in enumerate(zip(outs, oracle, strict=True)):
-            check = cx.compare(o, ref, session.tolerances[k])
-            if not check.ok:
-                break
-    if not check.ok:
-        which = "the last timed call" if r == rounds - 1 else "a timed call"
-        raise Failure(Status.WRONG_VALUES, f"{which} on {slot.label} returned a wrong result "
-                      f"({check.message}) although the correctness trials passed",
-                      {"kind": "timed_output", "phase": "timing", "workload": slot.label,
-                       "message": check.message, "where": check.where, "max_rel": check.max_rel,
-                       "tol": check.tol})
 
 
 def graph_slot(session: Any, slot: Any, clock: Any) -> dict[str, Any]:

@@ -290,14 +290,13 @@ class CandidateProcess:
         """The outputs, rebuilt after their descriptions passed the structure checks (from
         the verifier's own views of the staging pool when the executor copied them there)."""
         from forgekernel.judge import correctness as cx
-        from forgekernel.judge.session import STATUS_OF
 
         if not isinstance(descs, list):
             raise Failure(Status.REJECTED, "the executor answered without outputs", {"kind": "channel"},
                           fatal=True)
         check = cx.check_described(descs, tuple(slot.outputs), self.session.device)
         if not check.ok:
-            self.session.fail(slot, STATUS_OF[check.kind], check)
+            self.session.fail(slot, cx.STATUS_OF[check.kind], check)
         if staged is not None:
             if not all(d.get("pooled") for d in descs):
                 raise Failure(Status.REJECTED, "the executor did not place its outputs where asked",

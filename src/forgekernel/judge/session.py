@@ -29,8 +29,6 @@ POISON_PATTERNS = (0xFF, 0x7F)
 """Byte fills of freed memory before the two runs: NaN in every float type, then a huge
 finite value in bf16/fp32 (NaN in fp16)."""
 
-STATUS_OF = {"count": Status.WRONG_SHAPE, "shape": Status.WRONG_SHAPE, "type": Status.WRONG_DTYPE,
-             "dtype": Status.WRONG_DTYPE, "device": Status.WRONG_DTYPE, "subclass": Status.REJECTED}
 
 
 class ReferenceHang(RuntimeError):

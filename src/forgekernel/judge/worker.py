@@ -20,8 +20,11 @@ from forgekernel.judge import accounting
 
 
 def main() -> None:
+    from forgekernel.judge.result import WorkerResult
+
     env = receive()
-    env.reply(judge_in_process(env))
+    reply = judge_in_process(env)  # the record checks what goes back before it is signed
+    env.reply(WorkerResult.model_validate(reply).model_dump(mode="json"))
 
 
 def _versions(torch: Any) -> dict[str, str]:
