@@ -104,9 +104,6 @@ def resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
 def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
     from forgekernel.generate import classify, examples
 
-    if task.language != "triton":
-        raise builtin_ops.unsupported(task, f"its language is {task.language}; the built-in "
-                                      "agent writes Triton")
     kernelbench = task.format == "kernelbench"
     params = () if kernelbench else builtin_ops.reference_params(source)
     if params is None:
@@ -120,7 +117,8 @@ def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
             found = builtin_ops.semantic_match(fn, [first, second], params,
                                                list(graph.small_constants))
             if found is not None:
-                return builtin_ops.template_match(*found, params, graph.describe())
+                return _in_language(task, builtin_ops.template_match(*found, params, graph.describe(),
+                                                                     task.language))
     except AgentError:
         raise
     except Exception as exc:  # the user's reference: any failure is one line
@@ -128,6 +126,8 @@ def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
     if graph.random:
         raise builtin_ops.unsupported(task, "the reference draws random numbers (dropout or "
                                       "similar in training mode), so no kernel can match it")
+    _triton_only(task, "its operator is none the built-in agent has a CUDA C++ structure for "
+                 f"({', '.join(CUDA_OPS)})")
     gen = generate(task)
     return builtin_ops.OpMatch(GENERATED, params, {}, (gen.template,), call=params,
                                graph=graph.describe(), notes=gen.library, launches=gen.launches)
@@ -139,9 +139,6 @@ def preview(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
     runs when the run starts). For ``forge new --dry-run``."""
     from forgekernel.generate import classify, examples
 
-    if task.language != "triton":
-        raise builtin_ops.unsupported(task, f"its language is {task.language}; the built-in "
-                                      "agent writes Triton")
     kernelbench = task.format == "kernelbench"
     params = () if kernelbench else (builtin_ops.reference_params(source) or ())
     try:
@@ -153,8 +150,28 @@ def preview(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
         second = examples.flat_example(task, seed=1)[1]
         found = builtin_ops.semantic_match(fn, [first, second], params, list(graph.small_constants))
         if found is not None:
-            return builtin_ops.template_match(*found, params, graph.describe())
+            return _in_language(task, builtin_ops.template_match(*found, params, graph.describe(),
+                                                                 task.language))
+    _triton_only(task, "its operator is none the built-in agent has a CUDA C++ structure for "
+                 f"({', '.join(CUDA_OPS)})")
     return builtin_ops.OpMatch(GENERATED, params, {}, (), graph=graph.describe())
+
+
+CUDA_OPS = tuple(sorted({op for t in templates.TEMPLATES if t.language == "cuda" for op in t.ops}))
+
+
+def _triton_only(task: TaskSpec, why: str) -> None:
+    if task.language != "triton":
+        raise builtin_ops.unsupported(task, f"the task's language is {task.language} and {why}")
+
+
+def _in_language(task: TaskSpec, match: builtin_ops.OpMatch) -> builtin_ops.OpMatch:
+    """``match``, unless no template writes its operator in the task's language."""
+    if not match.templates:
+        have = ", ".join(templates.languages(match.op)) or "none"
+        raise builtin_ops.unsupported(task, f"it writes {match.op} in {have}, and the task's "
+                                      f"language is {task.language}")
+    return match
 
 
 def generate(task: TaskSpec) -> Generated:

@@ -203,9 +203,9 @@ def semantic_match(run: Callable[..., Any], draws: list[list[Any]], params: tupl
 
 
 def template_match(op: OpSpec, order: tuple[int, ...], eps: float | None, params: tuple[str, ...],
-                   graph: str) -> OpMatch:
+                   graph: str, language: str = "triton") -> OpMatch:
     constants = {"EPS": eps} if eps is not None else {}
-    return OpMatch(op.name, params, constants, tuple(templates.for_op(op.name)),
+    return OpMatch(op.name, params, constants, tuple(templates.for_op(op.name, language)),
                    call=tuple(params[i] for i in order), graph=graph,
                    launches=2 if op.name == "cross_entropy" else 1)
 

@@ -264,9 +264,34 @@ def judge_shapes(task: TaskSpec) -> str:
     return "correctness on the workloads you are shown"
 
 
+LANGUAGE_RULES = {
+    "triton": ("Language: triton, for {arch} GPUs. Triton kernels must also run under the Triton CPU\n"
+               "  interpreter (`TRITON_INTERPRET=1`) on the small workloads."),
+    "cuda": ("Language: cuda (CUDA C++), for {arch} GPUs. Write the kernels as `__global__` functions in a\n"
+             "  CUDA source string of `kernel.py` (or `.cu` files next to it) and build it once per process\n"
+             "  with `torch.utils.cpp_extension.load_inline(name=..., cpp_sources=..., cuda_sources=...,\n"
+             "  functions=[...])`, a hash of the source in `name`. Include `<torch/extension.h>` and CUDA's own\n"
+             "  headers only (no ATen/cuda or c10/cuda headers): pass\n"
+             "  `torch.cuda.current_stream().cuda_stream` in as an int64 and launch on that stream. The\n"
+             "  judge first compiles the source with `nvcc -arch=sm_90a -std=c++17`; a compile error comes\n"
+             "  back naming your line. These candidates never run on the CPU interpreter."),
+    "cute-dsl": ("Language: cute-dsl (CuTe DSL: `import cutlass`, `import cutlass.cute as cute`), for {arch}\n"
+                 "  GPUs. Write `@cute.kernel` device code and a `@cute.jit` host function that launches it;\n"
+                 "  compile it with `cute.compile(...)` once per process and per dtype/shape class (keep the\n"
+                 "  compiled function), and call it on tensors wrapped with\n"
+                 "  `cutlass.cute.runtime.from_dlpack`. Decide Python-level branches with\n"
+                 "  `cutlass.const_expr(...)`. These candidates never run on the CPU interpreter."),
+}
+"""The system prompt's language line(s): the contract of each language forge judges."""
+
+
+def language_rules(task: TaskSpec) -> str:
+    return LANGUAGE_RULES[task.language].format(arch=task.arch)
+
+
 def coder_system(task: TaskSpec, tools_note: str) -> str:
     forbid = ", ".join(task.policy.forbid) or "(none listed; still write your own kernels)"
-    return render(f"system_{PROMPT_VERSION}", language=task.language, arch=task.arch,
+    return render(f"system_{PROMPT_VERSION}", language_rules=language_rules(task),
                   forbid=forbid, tools_note=tools_note, entry_rule=entry_rule(task),
                   judge_shapes=judge_shapes(task))
 

@@ -40,6 +40,7 @@ def run_cmd(
     script: Path = typer.Option(None, "--script", help="Script for the scripted agent (implies --agent scripted)."),
     replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
     out: Path = typer.Option(None, "--out", help="With a task dir: the run dir to create."),
+    language: str = typer.Option(None, "--language", help="triton, cuda or cute-dsl: what the candidates are written in (a new run; default: the task's). cuda and cute-dsl need a GPU delivery."),
     ncu: str = typer.Option("off", "--ncu", help="Nsight Compute in the run's profiles: off (default: it costs minutes), auto or on."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
     judge_impl: str = typer.Option(None, "--judge", hidden=True, help="module:attr of a judge callable (tests)."),
@@ -61,8 +62,9 @@ def run_cmd(
         settings = settings.model_copy(update={"model": rd.config.model})
     parts = _prepare(settings, rd, agent, architect, delivery, replay or script,  # before any write
                      unsafe_no_sandbox)
+    _check_language(language, target, rd, parts.delivery)
     if rd is None:
-        rd = rundir.open(_create(target, settings, out))
+        rd = rundir.open(_create(target, settings, out, language))
     rd = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
                            "batch": batch}, target_x)
     seams = _seams(rd, parts, judge_impl, unsafe_no_sandbox)
@@ -146,7 +148,36 @@ def _preflight(settings: Any, agent: str | None, architect: str | None, delivery
     _prepare(settings, None, agent, architect, delivery, script, unsafe)
 
 
-def _create(target: Path, settings: Any, out: Path | None) -> Path:
+NATIVE = {"cuda": "CUDA C++", "cute-dsl": "CuTe DSL"}
+
+
+def _check_language(language: str | None, target: Path, rd: Any, delivery: str) -> None:
+    """A language forge knows, and a delivery that can run it (before anything is written)."""
+    from forgekernel.records import LANGUAGES
+
+    if language is not None and language not in LANGUAGES:
+        raise fail(f"--language {language!r}: use {', '.join(LANGUAGES)}")
+    if language is not None and rd is not None:
+        raise fail("--language is for a new run (a task dir); this run dir keeps its task's language")
+    if language is None:
+        language = rd.task().language if rd is not None else _task_language(target)
+    if language in NATIVE and delivery == "cpu":
+        raise fail(f"language {language}: {NATIVE[language]} candidates run only on a GPU and this "
+                   "run's delivery is cpu (the Triton CPU interpreter); use a GPU delivery (local, ssh, "
+                   "ray), or check a kernel's compile here with `forge judge` / `forge profile --static`")
+
+
+def _task_language(target: Path) -> str:
+    import tomllib
+
+    try:
+        data = tomllib.loads((target / "task.toml").read_text()) if target.is_dir() else {}
+    except (OSError, tomllib.TOMLDecodeError):
+        return "triton"  # the task's own loading reports a broken task.toml
+    return str(data.get("language", "triton"))
+
+
+def _create(target: Path, settings: Any, out: Path | None, language: str | None = None) -> Path:
     import tempfile
 
     from forgekernel.cli.cmd_new import task_dir_for
@@ -157,7 +188,7 @@ def _create(target: Path, settings: Any, out: Path | None) -> Path:
     with tempfile.TemporaryDirectory(prefix="forge-run-") as scratch:
         task_dir = task_dir_for(target, Path(scratch))  # a KernelBench file is converted first
         check_reference(load_task(task_dir))  # a misbehaving reference is one line, before anything is made
-        root = rundir.create(task_dir, settings, out)
+        root = rundir.create(task_dir, settings, out, language=language)
     typer.echo(f"created run dir {root}")
     return root
 

@@ -52,6 +52,9 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
         base = {"candidate": digest, "judge": JUDGE_NAME, "delivery": runner.name}
         early, checked = _static(task, staged, base, opts.static,
                                  task.policy.library_kernels or opts.library_kernels)
+        if early is None:
+            early, compiled = _native(staged, base, getattr(runner, "timing_label", "") == "cpu-interpret")
+            checked.own_kernels = sorted({*checked.own_kernels, *compiled})
         if early is not None:
             return _finish(early, start)
         payload = {"task": task.model_dump(mode="json"), "options": opts.model_dump(mode="json"),
@@ -89,6 +92,44 @@ def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any],
                         "function and no CUDA __global__ function)", base,
                         {"kind": "no_kernel", "phase": "static"})
     return None
+
+
+LANGUAGE_NAMES = {"cuda": "CUDA C++", "cute-dsl": "CuTe DSL"}
+
+
+def _native(staged: Path, base: dict[str, Any], cpu: bool) -> tuple[Verdict | None, list[str]]:
+    """CUDA sources compiled for sm_90a before anything runs (an error is a COMPILE_ERROR
+    naming the candidate's line); on the CPU interpreter a CUDA or CuTe DSL candidate is
+    refused to run, with what the compile found. Also the names of the ``__global__``
+    functions the compiler produced (the launch audit's own kernels, whatever macros or
+    templates spelled them in the source)."""
+    from forgekernel.judge.audit import base_name
+    from forgekernel.native import nvcc, sources
+
+    found = sources.cuda_sources(staged)
+    builds: list[nvcc.CudaBuild] = []
+    try:
+        builds = [nvcc.compile_cuda(src) for src in found]
+    except nvcc.NativeError as exc:
+        if not cpu:  # the executor's own build (on the GPU host) reports compile errors
+            return None, []
+        return _verdict(Status.REJECTED, f"not run on the CPU interpreter, and not compiled: {exc}",
+                        base, {"kind": "needs_gpu", "phase": "static"}), []
+    bad = next((b for b in builds if not b.ok), None)
+    if bad is not None:
+        return _verdict(Status.COMPILE_ERROR, f"nvcc ({bad.target}): {bad.first_error()}", base,
+                        {"kind": "compile", "phase": "static", "errors": list(bad.errors),
+                         "target": bad.target, "tool": bad.tool}), []
+    names = sorted({base_name(k.name) for b in builds for k in b.kernels})
+    language = sources.language_of(staged)
+    if not cpu or language == "triton":
+        return None, names
+    compiled = "; ".join(b.summary() for b in builds)
+    what = f"compiled for sm_90a: {compiled}" if compiled else "not compiled here"
+    return _verdict(Status.REJECTED, f"not run: {LANGUAGE_NAMES[language]} candidates need a GPU and "
+                    f"this judge is the CPU interpreter (cpu-interpret); {what}", base,
+                    {"kind": "needs_gpu", "phase": "static", "language": language,
+                     "static": [b.to_json() for b in builds]}), names
 
 
 def _verdict(status: Status, reason: str, base: dict[str, Any], details: dict[str, Any],

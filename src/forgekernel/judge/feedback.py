@@ -61,6 +61,12 @@ HINTS = {
     "side_stream": "Launch on the current stream, or make it wait for your side stream before returning.",
     "roofline": "A time this far beyond the hardware floor is not physical; a person will review it.",
     "exception": "Read the traceback above; the line in your code is listed first.",
+    "compile": ("Fix the first compiler error (the line named is in your file); nothing was run. "
+                "The source is compiled as nvcc -arch=sm_90a -std=c++17, with torch's headers when it "
+                "includes them."),
+    "needs_gpu": ("This judge runs candidates on the Triton CPU interpreter: write the kernel in "
+                  "Triton here, or judge this candidate on a GPU (forge judge --delivery local on a "
+                  "GPU machine, or a remote delivery)."),
     "judge": "This looks like a judge problem; report it if your code does nothing unusual.",
 }
 
@@ -99,6 +105,8 @@ def _specifics(kind: str, d: dict[str, Any]) -> list[str]:
                        "/ (|expected| + 0.1 * rms(expected)).")
     if kind == "policy":
         out.extend(f"  {v}" for v in d.get("violations", []))
+    if kind == "compile":
+        out.extend(f"  {e}" for e in d.get("errors", [])[1:])
     exc = d.get("exception")
     if exc:
         out.append(f"{exc['type']}: {exc['message']}")

@@ -15,13 +15,14 @@ one started *without* ``TRITON_INTERPRET=1`` (Triton's own library functions suc
 ``tl.sum`` must be compiled-mode JIT functions; the interpreter is switched on only while
 the candidate's launches are captured).
 
-CUDA candidates (``*.cu``): ``nvcc -arch=sm_90a -cubin -Xptxas -v`` and ``cuobjdump -sass``.
+CUDA candidates (``*.cu`` files, or CUDA source strings handed to ``load_inline``): compiled
+by :mod:`forgekernel.native.nvcc` (``nvcc -arch=sm_90a -cubin -Xptxas -v`` in the sandbox,
+cached by content) and ``cuobjdump -sass``.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import tempfile
 import warnings
@@ -31,6 +32,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from forgekernel.errors import ForgeError
+from forgekernel.native import nvcc
+from forgekernel.native.sources import CudaSource, cuda_sources
 from forgekernel.records import TaskSpec, Workload
 
 MAX_VARIANTS = 8
@@ -85,33 +88,10 @@ class StaticReport(BaseModel):
 
 # ------------------------------------------------------------------ text parsers
 
-
-_PTXAS_FUNC = re.compile(r"(?:Compiling entry function|Function properties for) '?([\w$.]+)'?")
-_PTXAS_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_PTXAS_USED = re.compile(r"Used (\d+) registers")
-_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
-
-
-def parse_ptxas_verbose(text: str) -> dict[str, dict[str, int]]:
-    """``ptxas -v`` output -> {function: {regs, smem_bytes, spill_stores, spill_loads, stack}}."""
-    out: dict[str, dict[str, int]] = {}
-    current = None
-    for line in text.splitlines():
-        m = _PTXAS_FUNC.search(line)
-        if m:
-            current = m.group(1)
-            out.setdefault(current, {})
-            continue
-        if current is None:
-            continue
-        if m := _PTXAS_SPILL.search(line):
-            out[current].update(stack=int(m.group(1)), spill_stores=int(m.group(2)),
-                                spill_loads=int(m.group(3)))
-        if m := _PTXAS_USED.search(line):
-            out[current]["regs"] = int(m.group(1))
-            s = _PTXAS_SMEM.search(line)
-            out[current]["smem_bytes"] = int(s.group(1)) if s else 0
-    return out
+parse_ptxas_verbose = nvcc.parse_ptxas_verbose
+split_sass = nvcc.split_sass
+uses_wgmma = nvcc.uses_wgmma
+uses_tma = nvcc.uses_tma
 
 
 _RES_FUNC = re.compile(r"^\s*Function ([\w$.]+):\s*$")
@@ -131,28 +111,6 @@ def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def split_sass(text: str) -> dict[str, str]:
-    """``cuobjdump -sass`` -> {function: its SASS text}."""
-    out: dict[str, str] = {}
-    current = None
-    for line in text.splitlines():
-        m = re.match(r"\s*Function : ([\w$.]+)", line)
-        if m:
-            current = m.group(1)
-            out[current] = ""
-        elif current:
-            out[current] += line + "\n"
-    return out
-
-
-def uses_wgmma(code: str) -> bool:
-    return "wgmma.mma_async" in code or "HGMMA" in code
-
-
-def uses_tma(code: str) -> bool:
-    return "cp.async.bulk.tensor" in code or "UTMALDG" in code or "UTMASTG" in code
-
-
 # ------------------------------------------------------------------ entry
 
 
@@ -160,73 +118,44 @@ def static_report(task: TaskSpec, kernel: Path, *, workloads: tuple[Workload, ..
                   arch: int = 90) -> StaticReport:
     """Compile the candidate's kernels for sm_<arch> and report their resources (no GPU)."""
     kernel = Path(kernel)
-    sources = sorted(kernel.glob("*.cu")) if kernel.is_dir() else ([kernel] if kernel.suffix == ".cu" else [])
-    if sources:
-        return cuda_static(sources, arch=arch)
+    found = cuda_sources(kernel)
+    if found:
+        return cuda_static(found, arch=arch)
     from forgekernel.profile.subject import kernel_file
 
     return triton_static(task, kernel_file(kernel), workloads or task.workloads, arch=arch)
 
 
-def cuda_static(sources: list[Path], *, arch: int = 90, nvcc: str | None = None,
-                extra: tuple[str, ...] = ()) -> StaticReport:
-    """nvcc -Xptxas -v plus cuobjdump -sass for each CUDA source."""
-    nvcc = nvcc or shutil.which("nvcc")
-    if nvcc is None:
-        raise StaticError("nvcc is not on PATH: the CUDA compile-time report needs the CUDA toolkit")
+def cuda_static(sources: list[CudaSource] | list[Path], *, arch: int = 90) -> StaticReport:
+    """Each CUDA source compiled in the sandbox (``forgekernel.native.nvcc``, cached); a
+    compile error is a StaticError naming the candidate's line."""
     kernels: list[StaticKernel] = []
     notes: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="fk-static-") as tmp:
-        for src in sources:
-            cubin = Path(tmp) / (src.stem + ".cubin")
-            proc = subprocess.run([nvcc, f"-arch=sm_{arch}a", "-cubin", "-Xptxas", "-v", *extra,
-                                   "-o", str(cubin), str(src)], capture_output=True, text=True,
-                                  timeout=600, check=False)
-            if proc.returncode != 0:
-                notes.append(f"{src.name}: nvcc failed: {_last_line(proc.stderr)}")
-                continue
-            info = parse_ptxas_verbose(proc.stderr + proc.stdout)
-            sass = split_sass(_run_tool([_cuobjdump(), "-sass", str(cubin)]))
-            kernels += [_from_ptxas(name, facts, sass.get(name, ""), src.name)
-                        for name, facts in info.items()]
-    return StaticReport(target=f"sm_{arch}a", tool=f"nvcc ({_version(nvcc)})",
-                        kernels=tuple(kernels), notes=tuple(notes))
+    tool = ""
+    for src in sources:
+        if isinstance(src, Path):
+            src = CudaSource(src.name, src.read_text(), src.name)
+        try:
+            build = nvcc.compile_cuda(src, arch=arch)
+        except nvcc.NativeError as exc:
+            raise StaticError(str(exc)) from None
+        if not build.ok:
+            raise StaticError(f"{src.origin} does not compile for sm_{arch}a: {build.first_error()}")
+        tool = build.tool
+        notes.append(f"{build.source}: compiled in {build.seconds:.1f} s" + (" (cached)" if build.cached else ""))
+        kernels += [StaticKernel(name=k.name, config=build.source, regs=k.regs, smem_bytes=k.smem_bytes,
+                                 spill_stores=k.spill_stores, spill_loads=k.spill_loads,
+                                 local_bytes=k.stack_bytes, uses_wgmma=k.uses_wgmma, uses_tma=k.uses_tma)
+                    for k in build.kernels]
+    return StaticReport(target=f"sm_{arch}a", tool=f"nvcc ({tool})", kernels=tuple(kernels),
+                        notes=tuple(notes))
 
 
-def _from_ptxas(name: str, facts: dict[str, int], sass: str, config: str) -> StaticKernel:
-    return StaticKernel(name=name, config=config, regs=facts.get("regs"),
-                        smem_bytes=facts.get("smem_bytes"), spill_stores=facts.get("spill_stores"),
-                        spill_loads=facts.get("spill_loads"), local_bytes=facts.get("stack"),
-                        uses_wgmma=uses_wgmma(sass) if sass else None,
-                        uses_tma=uses_tma(sass) if sass else None)
-
-
-def _cuobjdump() -> str:
-    try:
-        import triton
-
-        path = triton.knobs.nvidia.cuobjdump.path
-        if path:
-            return path
-    except (ImportError, AttributeError):
-        pass
-    found = shutil.which("cuobjdump")
-    if found is None:
-        raise StaticError("cuobjdump not found (neither Triton's bundled one nor on PATH)")
-    return found
-
-
-def _run_tool(cmd: list[str], stdin_file: Path | None = None) -> str:
+def _run_tool(cmd: list[str]) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
         raise StaticError(f"{Path(cmd[0]).name} failed: {_last_line(proc.stderr)}")
     return proc.stdout + proc.stderr
-
-
-def _version(tool: str) -> str:
-    proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    return lines[-1].strip() if lines else "unknown version"
 
 
 def _last_line(text: str) -> str:
@@ -262,8 +191,8 @@ def _from_compiled(spec: Any, compiled: Any, arch: int) -> StaticKernel:
         cubin.write_bytes(compiled.asm["cubin"])
         ptx = Path(tmp) / "k.ptx"
         ptx.write_text(compiled.asm["ptx"])
-        res = parse_resource_usage(_run_tool([_cuobjdump(), "--dump-resource-usage", str(cubin)]))
-        sass = split_sass(_run_tool([_cuobjdump(), "-sass", str(cubin)])).get(name, "")
+        res = parse_resource_usage(_run_tool([nvcc.find_cuobjdump(), "--dump-resource-usage", str(cubin)]))
+        sass = split_sass(_run_tool([nvcc.find_cuobjdump(), "-sass", str(cubin)])).get(name, "")
         verbose = parse_ptxas_verbose(_run_tool([_ptxas(arch), "-v", f"--gpu-name=sm_{arch}a",
                                                  str(ptx), "-o", str(Path(tmp) / "v.cubin")]))
     usage = res.get(name, {})

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -180,11 +181,13 @@ def is_run_dir(path: Path) -> bool:
     return (path / "run.toml").is_file() and (path / "task").is_dir()
 
 
-def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path:
+def create(task_path: Path, settings: Settings, out: Path | None = None,
+           language: str | None = None) -> Path:
     """Make a run dir for the task at ``task_path`` and return its path.
 
     ``out`` names the directory (it must not exist or be empty); by default it is
-    ``<settings.artifacts>/<task>_<stamp>``.
+    ``<settings.artifacts>/<task>_<stamp>``. ``language`` replaces the task's own in the run's
+    copy of task.toml.
     """
     from forgekernel.run import workspace
 
@@ -197,6 +200,9 @@ def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path
         root.mkdir(parents=True, exist_ok=True)
         rd = RunDir(root.resolve())
         shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
+        if language is not None and language != task.language:
+            set_language(rd.task_dir / "task.toml", language)
+            task = load_task(rd.task_dir)
         atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
         rd.candidates.mkdir()
         workspace.Workspace(rd.workspace, rd.git_dir).init({"kernel.py": stub_kernel(task)})
@@ -207,6 +213,22 @@ def create(task_path: Path, settings: Settings, out: Path | None = None) -> Path
             raise
         raise RunDirError(f"{root}: cannot create the run dir: {exc.strerror or exc}") from None
     return rd.root
+
+
+_LANGUAGE_LINE = re.compile(r'^language\s*=.*$', re.M)
+
+
+def set_language(toml_path: Path, language: str) -> None:
+    """Set the top-level ``language`` of a task.toml (the rest of the text kept as it is)."""
+    text = toml_path.read_text()
+    head_end = re.search(r"^\[", text, re.M)
+    head = text[:head_end.start()] if head_end else text
+    line = f'language = "{language}"'
+    if _LANGUAGE_LINE.search(head):
+        head = _LANGUAGE_LINE.sub(line, head, count=1)
+    else:
+        head = line + "\n" + head
+    atomic_write(toml_path, head + (text[head_end.start():] if head_end else ""))
 
 
 def _fresh_dir(base: Path, name: str) -> Path:

@@ -1,4 +1,5 @@
-"""Triton kernel templates for the built-in agent, and the catalog that describes them.
+"""Kernel templates for the built-in agent (Triton, and CUDA C++ for row norms), and the
+catalog that describes them.
 
 Each template is a complete ``kernel.py`` (a module in this package, shipped as data and
 never imported here) whose knobs and semantic constants sit in a header block::
@@ -48,6 +49,8 @@ class Template:
     knobs: tuple[Knob, ...]
     lever: str = ""
     """What this structure buys, in words."""
+    language: str = "triton"
+    """What the kernel is written in (a task's ``language``)."""
 
     def defaults(self) -> dict[str, int]:
         return {k.name: k.default for k in self.knobs}
@@ -167,6 +170,13 @@ TEMPLATES: tuple[Template, ...] = (
              ("rope",),
              (Knob("ROWS", 16, (1, 2, 4, 8, 16, 32, 64)), Knob("NUM_WARPS", 4, _W)),
              "one launch; q read once, written once, cos/sin from L2"),
+    Template("rownorm_cuda", "rownorm", "one CUDA C++ thread block per row, 16-byte vector accesses, "
+             "warp-shuffle fp32 reductions (built with load_inline)",
+             ("rmsnorm", "layernorm", "fused_add_rmsnorm"),
+             (Knob("THREADS", 0, (0, 64, 128, 256, 512, 1024), "0 = from the row length"),
+              Knob("VEC", 8, (1, 2, 4, 8), "elements per vector access")),
+             "one launch, every element read once from DRAM and written once; "
+             "one compiled extension serves every knob value", language="cuda"),
 )
 """Every template, by family; the first of a family is its default structure."""
 
@@ -188,9 +198,14 @@ def template(name: str) -> Template:
     raise KeyError(f"no template named {name!r}")
 
 
-def for_op(op: str) -> list[Template]:
-    """Templates implementing ``op``, default structure first."""
-    return [t for t in TEMPLATES if op in t.ops]
+def for_op(op: str, language: str = "triton") -> list[Template]:
+    """Templates implementing ``op`` in ``language``, default structure first."""
+    return [t for t in TEMPLATES if op in t.ops and t.language == language]
+
+
+def languages(op: str) -> list[str]:
+    """The languages some template implements ``op`` in."""
+    return sorted({t.language for t in TEMPLATES if op in t.ops})
 
 
 def complete(tpl: Template, knobs: dict[str, Any] | None = None) -> Config:

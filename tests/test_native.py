@@ -1,0 +1,195 @@
+"""CUDA C++ candidates without a GPU: their sources found, compiled for sm_90a in the sandbox
+(cached), errors naming the candidate's line, and refused to run on the CPU interpreter."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forgekernel import sandbox, templates
+from forgekernel.agents import builtin_generated
+from forgekernel.agents.base import AgentError
+from forgekernel.delivery import make_runner
+from forgekernel.judge.api import judge
+from forgekernel.native import nvcc, sources
+from forgekernel.records import Status
+from forgekernel.task import load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None or sandbox.detect() is None,
+                                reason="nvcc or a sandbox is missing")
+
+SAXPY = '''"""A CUDA candidate the KernelBench way (the build itself is never run here)."""
+
+import torch
+
+CUDA_SRC = r"""
+__global__ void saxpy_kernel(const float* x, float* y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+"""
+
+
+def run(x, weight):
+    from torch.utils.cpp_extension import load_inline
+
+    ext = load_inline(name="saxpy", cpp_sources="", cuda_sources=CUDA_SRC,
+                      extra_cuda_cflags=["-O3", "-I/home/someone/secrets", "--use_fast_math"])
+    return ext
+'''
+
+
+def _candidate(tmp_path: Path, text: str) -> Path:
+    d = tmp_path / "cand"
+    d.mkdir(exist_ok=True)
+    (d / "kernel.py").write_text(text)
+    return d
+
+
+def test_embedded_source_found_with_its_line_and_safe_flags(tmp_path):
+    (src,) = sources.cuda_sources(_candidate(tmp_path, SAXPY))
+    assert src.origin == "kernel.py" and src.first_line == 5
+    assert src.flags == ("-O3", "--use_fast_math")  # a path-bearing flag is dropped
+    assert src.origin_line(3) == 7 and "a * x[i]" in SAXPY.splitlines()[src.origin_line(4) - 1]
+    assert not src.uses_torch()
+
+
+def test_language_is_read_from_what_the_candidate_holds(tmp_path):
+    assert sources.language_of(_candidate(tmp_path, SAXPY)) == "cuda"
+    triton = ROOT / "tests" / "fixtures" / "kernels" / "correct" / "rmsnorm_rowwise"
+    assert sources.language_of(triton) == "triton"
+    cute = tmp_path / "cute"
+    cute.mkdir()
+    (cute / "kernel.py").write_text("import cutlass\nimport cutlass.cute as cute\n")
+    assert sources.language_of(cute) == "cute-dsl"
+    (cute / "extra.cu").write_text("__global__ void k() {}\n")
+    assert [s.origin for s in sources.cuda_sources(cute)] == ["extra.cu"]
+
+
+def test_compiler_errors_are_mapped_to_the_candidates_lines():
+    src = sources.CudaSource("kernel_py_L5.cu", "\n\nint x = y;\n", "kernel.py", 5)
+    out = ("kernel_py_L5.cu(3): error: identifier \"y\" is undefined\n"
+           "kernel_py_L5.cu:3:9: error: expected ';'\n"
+           "/usr/include/foo.h(10): error: something in a header\n"
+           "ptxas fatal   : Unresolved extern function 'g'\n")
+    errors = nvcc.parse_errors(out, src)
+    assert errors[0] == 'kernel.py line 7: error: identifier "y" is undefined  [int x = y;]'
+    assert errors[1].startswith("kernel.py line 7: error: expected ';'")
+    assert errors[2] == "foo.h line 10: error: something in a header"
+    assert errors[3].startswith("ptxas: error: Unresolved extern function")
+
+
+@needs_nvcc
+def test_compile_reports_registers_and_is_cached(tmp_path):
+    (src,) = sources.cuda_sources(_candidate(tmp_path, SAXPY))
+    first = nvcc.compile_cuda(src, cache=tmp_path / "cache")
+    assert first.ok and not first.cached and first.target == "sm_90a"
+    (k,) = first.kernels
+    assert k.name == "saxpy_kernel" and k.regs and k.spill_stores == 0 and k.uses_wgmma is False
+    again = nvcc.compile_cuda(src, cache=tmp_path / "cache")
+    assert again.cached and again.kernels == first.kernels
+
+
+@needs_nvcc
+def test_the_compile_cannot_read_files_outside_the_sandbox(tmp_path):
+    secret = tmp_path / "token.txt"
+    secret.write_text("sk-forge-test-SECRET-42 = 1;\n")
+    src = sources.CudaSource("leak.cu", f'#include "{secret}"\n__global__ void k() {{}}\n', "leak.cu")
+    build = nvcc.compile_cuda(src, cache=tmp_path / "cache")
+    assert not build.ok
+    assert "SECRET" not in " ".join(build.errors)
+    assert "leak.cu line 1" in build.first_error()
+
+
+@needs_nvcc
+def test_cpu_judge_compiles_then_refuses_to_run_a_cuda_candidate(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    task = load_task(ROOT / "tasks" / "rmsnorm")
+    verdict = judge(task, _candidate(tmp_path, SAXPY), make_runner("cpu"))
+    assert verdict.status is Status.REJECTED
+    assert "need a GPU" in verdict.reason and "saxpy_kernel" in verdict.reason
+    assert "cpu-interpret" in verdict.reason
+
+
+@needs_nvcc
+def test_a_cuda_syntax_error_is_a_compile_error_naming_the_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    broken = SAXPY.replace("y[i] = a * x[i] + y[i];", "y[i] = a * x[i] + y[i]")
+    task = load_task(ROOT / "tasks" / "rmsnorm")
+    verdict = judge(task, _candidate(tmp_path, broken), make_runner("cpu"))
+    assert verdict.status is Status.COMPILE_ERROR
+    assert "kernel.py line" in verdict.reason and "expected a \";\"" in verdict.reason
+
+
+def _cuda_task(name: str):
+    return load_task(ROOT / "tasks" / name).model_copy(update={"language": "cuda"})
+
+
+def test_builtin_agent_picks_the_cuda_structure_for_a_cuda_rmsnorm():
+    task = _cuda_task("rmsnorm")
+    match = builtin_generated.resolve(task, (Path(task.root) / "reference.py").read_text())
+    assert [t.name for t in match.templates] == ["rownorm_cuda"]
+    assert all(t.language == "triton" for t in templates.for_op("rmsnorm"))
+
+
+def test_builtin_agent_says_which_ops_it_writes_in_cuda():
+    task = _cuda_task("softmax")
+    with pytest.raises(AgentError, match="writes softmax in triton, and the task's language is cuda"):
+        builtin_generated.resolve(task, (Path(task.root) / "reference.py").read_text())
+
+
+@needs_nvcc
+def test_builtin_cuda_rmsnorm_compiles_for_sm90a_without_spills(tmp_path):
+    task = _cuda_task("rmsnorm")
+    match = builtin_generated.resolve(task, (Path(task.root) / "reference.py").read_text())
+    cfg = templates.complete(match.templates[0], {"VEC": 4, "THREADS": 256})
+    text = templates.render(cfg, match.op, match.params, match.constants, call=match.call)
+    assert "VEC = 4" in text and "def layernorm" not in text
+    (src,) = sources.cuda_sources(_candidate(tmp_path, text))
+    assert src.uses_torch()
+    build = nvcc.compile_cuda(src, cache=tmp_path / "cache")
+    assert build.ok, build.errors
+    names = {k.name for k in build.kernels}
+    assert "rownorm_kernel<__nv_bfloat16, 8, 0>" in names and len(names) == 36
+    assert all(k.spill_stores == 0 and k.regs and k.regs <= 64 for k in build.kernels)
+
+
+def _forge(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forgekernel.cli", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+def test_run_with_a_native_language_on_cpu_stops_before_a_run_dir(tmp_path):
+    out = _forge("run", str(ROOT / "tasks" / "rmsnorm"), "--language", "cuda", "--delivery", "cpu",
+                 "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "CUDA C++ candidates run only on a GPU" in out.stderr
+    assert not (tmp_path / "run").exists()
+    bad = _forge("run", str(ROOT / "tasks" / "rmsnorm"), "--language", "fortran", "--delivery", "cpu",
+                 "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert bad.returncode == 2 and "use triton, cuda, cute-dsl" in bad.stderr
+
+
+def test_a_new_run_dir_takes_the_language_into_its_task_copy(tmp_path):
+    from forgekernel.config import load_settings
+    from forgekernel.run import rundir
+
+    root = rundir.create(ROOT / "tasks" / "rmsnorm", load_settings({}), tmp_path / "run",
+                         language="cuda")
+    rd = rundir.open(root)
+    assert rd.task().language == "cuda"
+    assert 'language = "triton"' in (ROOT / "tasks" / "rmsnorm" / "task.toml").read_text()
+
+
+def test_the_coder_prompt_carries_the_language_contract():
+    from forgekernel.agents import prompting
+
+    cuda = prompting.coder_system(_cuda_task("rmsnorm"), "")
+    assert "load_inline" in cuda and "sm_90a" in cuda and "TRITON_INTERPRET" not in cuda
+    triton = prompting.coder_system(load_task(ROOT / "tasks" / "rmsnorm"), "")
+    assert "TRITON_INTERPRET=1" in triton and "load_inline" not in triton
