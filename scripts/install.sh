@@ -13,7 +13,7 @@ if [ -z "${FK_TORCH_SPEC:-}" ]; then
     FK_TORCH_SPEC="torch==2.13.0"
   fi
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check "$FK_TORCH_SPEC" -e ".[test,llm,ray]" 2>&1 \
+.venv/bin/python -m pip install -q --disable-pip-version-check "$FK_TORCH_SPEC" -e ".[test,llm,ray,cute]" 2>&1 \
   | grep -v "is ignored: it is neither a file nor a directory" || true
 # The worker sandbox prefers bubblewrap; without it forge uses its stdlib launcher.
 if ! command -v bwrap >/dev/null 2>&1; then

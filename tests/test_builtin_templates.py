@@ -66,7 +66,8 @@ def test_check_catches_a_wrong_operator():
 
 def test_every_template_is_used_by_some_task():
     used = {n for name in TASKS for n in _templates_for(name)}
-    assert used == {t.name for t in templates.TEMPLATES}
+    assert used == {t.name for t in templates.TEMPLATES if t.language == "triton"}
+    # the CUDA C++ and CuTe DSL structures: tests/test_native.py
 
 
 def test_docs_list_every_template_and_knob():

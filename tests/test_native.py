@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from forgekernel.agents import builtin_generated
 from forgekernel.agents.base import AgentError
 from forgekernel.delivery import make_runner
 from forgekernel.judge.api import judge
-from forgekernel.native import nvcc, sources
+from forgekernel.native import cute, nvcc, sources
 from forgekernel.records import Status
 from forgekernel.task import load_task
 
@@ -193,3 +194,48 @@ def test_the_coder_prompt_carries_the_language_contract():
     assert "load_inline" in cuda and "sm_90a" in cuda and "TRITON_INTERPRET" not in cuda
     triton = prompting.coder_system(load_task(ROOT / "tasks" / "rmsnorm"), "")
     assert "TRITON_INTERPRET=1" in triton and "load_inline" not in triton
+
+
+needs_cute = pytest.mark.skipif(not cute.available() or sandbox.detect() is None,
+                                reason="the CuTe DSL or a sandbox is missing")
+
+
+def _cute_candidate(tmp_path: Path, threads: int = 128, break_it: bool = False) -> Path:
+    task = load_task(ROOT / "tasks" / "rmsnorm").model_copy(update={"language": "cute-dsl"})
+    match = builtin_generated.resolve(task, (Path(task.root) / "reference.py").read_text())
+    assert [t.name for t in match.templates] == ["rownorm_cute"]
+    cfg = templates.complete(match.templates[0], {"THREADS": threads})
+    text = templates.render(cfg, match.op, match.params, match.constants, call=match.call)
+    if break_it:
+        text = text.replace("acc += v * v", "acc += v * undefined_name")
+    return _candidate(tmp_path, text)
+
+
+@needs_cute
+def test_builtin_cute_rmsnorm_compiles_for_sm90a_on_cpu_and_is_refused_to_run(tmp_path):
+    task = load_task(ROOT / "tasks" / "rmsnorm")
+    verdict = judge(task, _cute_candidate(tmp_path, 512), make_runner("cpu"))
+    assert verdict.status is Status.REJECTED and "CuTe DSL candidates need a GPU" in verdict.reason
+    m = re.search(r"(kernel_cutlass_\w+): (\d+) regs, (\d+) B smem, (\d+) B spilled", verdict.reason)
+    assert m, verdict.reason
+    assert m.group(1).startswith("kernel_cutlass__rms_row_") and int(m.group(2)) > 0
+    assert m.group(4) == "0"
+
+
+@needs_cute
+def test_a_cute_error_is_a_compile_error_naming_the_line(tmp_path):
+    task = load_task(ROOT / "tasks" / "rmsnorm")
+    cand = _cute_candidate(tmp_path, break_it=True)
+    verdict = judge(task, cand, make_runner("cpu"))
+    assert verdict.status is Status.COMPILE_ERROR
+    line = next(i for i, t in enumerate((cand / "kernel.py").read_text().splitlines(), 1)
+                if "undefined_name" in t)
+    assert f"kernel.py line {line}" in verdict.reason and "undefined_name" in verdict.reason
+
+
+def test_cute_kernels_count_as_the_candidates_own_at_run_time():
+    from forgekernel.judge.audit import is_own
+
+    name = "kernel_cutlass__rms_row_tensorptrbf16genericoi641_tensorptrbf16generico1_0"
+    assert is_own(name, ["_rms_row", "_rms_launch"])
+    assert not is_own(name, ["rms_row"]) and not is_own("kernel_cutlass_gemm_0", ["_rms_row"])

@@ -53,7 +53,8 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
         early, checked = _static(task, staged, base, opts.static,
                                  task.policy.library_kernels or opts.library_kernels)
         if early is None:
-            early, compiled = _native(staged, base, getattr(runner, "timing_label", "") == "cpu-interpret")
+            early, compiled = _native(task, staged, base,
+                                      getattr(runner, "timing_label", "") == "cpu-interpret")
             checked.own_kernels = sorted({*checked.own_kernels, *compiled})
         if early is not None:
             return _finish(early, start)
@@ -97,31 +98,34 @@ def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any],
 LANGUAGE_NAMES = {"cuda": "CUDA C++", "cute-dsl": "CuTe DSL"}
 
 
-def _native(staged: Path, base: dict[str, Any], cpu: bool) -> tuple[Verdict | None, list[str]]:
+def _native(task: TaskSpec, staged: Path, base: dict[str, Any],
+            cpu: bool) -> tuple[Verdict | None, list[str]]:
     """CUDA sources compiled for sm_90a before anything runs (an error is a COMPILE_ERROR
     naming the candidate's line); on the CPU interpreter a CUDA or CuTe DSL candidate is
-    refused to run, with what the compile found. Also the names of the ``__global__``
-    functions the compiler produced (the launch audit's own kernels, whatever macros or
-    templates spelled them in the source)."""
+    compiled (CuTe DSL: by its own ``cute.compile``, in the sandbox) and refused to run, with
+    what the compile found. Also the names of the ``__global__`` functions the compiler
+    produced (the launch audit's own kernels, whatever macros or templates spelled them)."""
     from forgekernel.judge.audit import base_name
-    from forgekernel.native import nvcc, sources
+    from forgekernel.native import cute, nvcc, sources
 
-    found = sources.cuda_sources(staged)
+    language = sources.language_of(staged)
     builds: list[nvcc.CudaBuild] = []
     try:
-        builds = [nvcc.compile_cuda(src) for src in found]
+        builds = [nvcc.compile_cuda(src) for src in sources.cuda_sources(staged)]
+        if cpu and language == "cute-dsl":
+            builds.append(cute.compile_cute(Path(task.root), staged / cand.KERNEL_FILE))
     except nvcc.NativeError as exc:
         if not cpu:  # the executor's own build (on the GPU host) reports compile errors
             return None, []
         return _verdict(Status.REJECTED, f"not run on the CPU interpreter, and not compiled: {exc}",
-                        base, {"kind": "needs_gpu", "phase": "static"}), []
+                        base, {"kind": "needs_gpu", "phase": "static", "language": language}), []
     bad = next((b for b in builds if not b.ok), None)
     if bad is not None:
-        return _verdict(Status.COMPILE_ERROR, f"nvcc ({bad.target}): {bad.first_error()}", base,
+        return _verdict(Status.COMPILE_ERROR, f"{bad.tool.split(' (')[0] or 'nvcc'} ({bad.target}): "
+                        f"{bad.first_error()}", base,
                         {"kind": "compile", "phase": "static", "errors": list(bad.errors),
-                         "target": bad.target, "tool": bad.tool}), []
+                         "target": bad.target, "tool": bad.tool, "language": language}), []
     names = sorted({base_name(k.name) for b in builds for k in b.kernels})
-    language = sources.language_of(staged)
     if not cpu or language == "triton":
         return None, names
     compiled = "; ".join(b.summary() for b in builds)

@@ -79,8 +79,14 @@ def base_name(name: str) -> str:
     return text.rsplit("::", 1)[-1].strip()
 
 
+CUTE_PREFIX = "kernel_cutlass_"
+"""CuTe DSL names a ``@cute.kernel`` function ``fn`` ``kernel_cutlass_<fn>_<argument signature>_<n>``."""
+
+
 def is_own(name: str, own: list[str]) -> bool:
-    return base_name(name) in own
+    if base_name(name) in own:
+        return True
+    return name.startswith(CUTE_PREFIX) and any(name.startswith(f"{CUTE_PREFIX}{o}_") for o in own)
 
 
 def forbidden_patterns(forbid: tuple[str, ...]) -> list[tuple[str, re.Pattern[str]]]:

@@ -62,8 +62,8 @@ HINTS = {
     "roofline": "A time this far beyond the hardware floor is not physical; a person will review it.",
     "exception": "Read the traceback above; the line in your code is listed first.",
     "compile": ("Fix the first compiler error (the line named is in your file); nothing was run. "
-                "The source is compiled as nvcc -arch=sm_90a -std=c++17, with torch's headers when it "
-                "includes them."),
+                "CUDA sources are compiled as nvcc -arch=sm_90a -std=c++17, with torch's headers when "
+                "they include them; CuTe DSL code by its own cute.compile for sm_90a."),
     "needs_gpu": ("This judge runs candidates on the Triton CPU interpreter: write the kernel in "
                   "Triton here, or judge this candidate on a GPU (forge judge --delivery local on a "
                   "GPU machine, or a remote delivery)."),

@@ -304,6 +304,36 @@ def uses_tma(code: str) -> bool:
     return "cp.async.bulk.tensor" in code or "UTMALDG" in code or "UTMASTG" in code
 
 
+_RES_FUNC = re.compile(r"^\s*Function ([\w$.]+):\s*$")
+_RES_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+
+
+def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
+    """``cuobjdump --dump-resource-usage`` -> {function: {REG, SHARED, LOCAL, STACK, ...}}."""
+    out: dict[str, dict[str, int]] = {}
+    current = None
+    for line in text.splitlines():
+        if m := _RES_FUNC.match(line):
+            current = m.group(1)
+            out[current] = {}
+        elif current and "REG:" in line:
+            out[current] = {k: int(v) for k, v in _RES_FIELD.findall(line)}
+    return out
+
+
+def find_ptxas(arch: int = 90) -> str:
+    """Triton's bundled ptxas for sm_<arch>, else the one on PATH."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        return get_ptxas(arch).path
+    except (ImportError, AttributeError, RuntimeError):
+        found = shutil.which("ptxas")
+        if found is None:
+            raise NativeError("ptxas not found (neither Triton's bundled one nor on PATH)") from None
+        return found
+
+
 def find_cuobjdump() -> str:
     """Triton's bundled cuobjdump, else the one on PATH."""
     try:

@@ -22,7 +22,6 @@ cached by content) and ``cuobjdump -sass``.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import tempfile
 import warnings
@@ -33,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from forgekernel.errors import ForgeError
 from forgekernel.native import nvcc
-from forgekernel.native.sources import CudaSource, cuda_sources
+from forgekernel.native.sources import CudaSource, cuda_sources, language_of
 from forgekernel.records import TaskSpec, Workload
 
 MAX_VARIANTS = 8
@@ -94,21 +93,7 @@ uses_wgmma = nvcc.uses_wgmma
 uses_tma = nvcc.uses_tma
 
 
-_RES_FUNC = re.compile(r"^\s*Function ([\w$.]+):\s*$")
-_RES_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
-
-
-def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
-    """``cuobjdump --dump-resource-usage`` -> {function: {REG, SHARED, LOCAL, STACK, ...}}."""
-    out: dict[str, dict[str, int]] = {}
-    current = None
-    for line in text.splitlines():
-        if m := _RES_FUNC.match(line):
-            current = m.group(1)
-            out[current] = {}
-        elif current and "REG:" in line:
-            out[current] = {k: int(v) for k, v in _RES_FIELD.findall(line)}
-    return out
+parse_resource_usage = nvcc.parse_resource_usage
 
 
 # ------------------------------------------------------------------ entry
@@ -122,6 +107,9 @@ def static_report(task: TaskSpec, kernel: Path, *, workloads: tuple[Workload, ..
     if found:
         return cuda_static(found, arch=arch)
     from forgekernel.profile.subject import kernel_file
+
+    if language_of(kernel) == "cute-dsl":
+        return cute_static(task, kernel_file(kernel))
 
     return triton_static(task, kernel_file(kernel), workloads or task.workloads, arch=arch)
 
@@ -149,6 +137,25 @@ def cuda_static(sources: list[CudaSource] | list[Path], *, arch: int = 90) -> St
                     for k in build.kernels]
     return StaticReport(target=f"sm_{arch}a", tool=f"nvcc ({tool})", kernels=tuple(kernels),
                         notes=tuple(notes))
+
+
+def cute_static(task: TaskSpec, kernel: Path) -> StaticReport:
+    """A CuTe DSL candidate compiled by its own ``cute.compile`` for sm_90a (in the sandbox)."""
+    from forgekernel.native import cute
+
+    try:
+        build = cute.compile_cute(Path(task.root), kernel)
+    except nvcc.NativeError as exc:
+        raise StaticError(str(exc)) from None
+    if not build.ok:
+        raise StaticError(f"{kernel.name} does not compile for sm_90a: {build.first_error()}")
+    kernels = tuple(StaticKernel(name=k.name, config="cute.compile", regs=k.regs, smem_bytes=k.smem_bytes,
+                                 spill_stores=k.spill_stores, spill_loads=k.spill_loads,
+                                 local_bytes=k.stack_bytes, uses_wgmma=k.uses_wgmma, uses_tma=k.uses_tma)
+                    for k in build.kernels)
+    return StaticReport(target="sm_90a", tool=build.tool, kernels=kernels,
+                        notes=(f"compiled in {build.seconds:.1f} s; shared memory the DSL allocates at "
+                               "launch is not in the cubin",))
 
 
 def _run_tool(cmd: list[str]) -> str:
@@ -206,6 +213,4 @@ def _from_compiled(spec: Any, compiled: Any, arch: int) -> StaticKernel:
 
 
 def _ptxas(arch: int) -> str:
-    from triton.backends.nvidia.compiler import get_ptxas
-
-    return get_ptxas(arch).path
+    return nvcc.find_ptxas(arch)
