@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fetch the CuTe DSL wheels for the lent GPU machine (no package registry there) and split
+# them into two carry folders, each well under one device call's 64 MiB:
+#   bash scripts/cute_wheels.sh            # here, with PyPI: fills .cute_a/ and .cute_b/
+#   device call 1: carry [".whl", ".cute_a"]   (any command; the folder stays on the warm machine)
+#   device call 2: carry [".cute_b"], command: bash scripts/cute_wheels.sh install && ...
+# `install` (on the GPU machine) joins the parts and installs the wheels into /tmp/site,
+# which scripts/gpu_env.sh puts on PYTHONPATH; eval the export line it prints (the DSL's own
+# packages folder). PY_TAG picks the machine's Python (cp312).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = "install" ]; then
+  mkdir -p /tmp/cute_whl
+  cp .cute_a/*.whl .cute_b/*.whl /tmp/cute_whl/ 2>/dev/null || true
+  for name in $(ls .cute_a .cute_b | sed -n 's/\.part-a[a-z]$//p' | sort -u); do
+    cat .cute_a/"$name".part-* .cute_b/"$name".part-* > /tmp/cute_whl/"$name"
+  done
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/cute_whl/*.whl
+  # its .pth file (not read from PYTHONPATH) adds dsl_packages to sys.path: do it by hand
+  echo "export PYTHONPATH=\$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/dsl_packages"
+  PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages python3 -c "import cutlass; print('CuTe DSL', cutlass.__version__)"
+  exit 0
+fi
+PY_TAG=${PY_TAG:-312}
+rm -rf .cute_dl .cute_a .cute_b && mkdir -p .cute_dl .cute_a .cute_b
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_TAG" \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
+  -d .cute_dl nvidia-cutlass-dsl nvidia-cutlass-dsl-libs-base nvidia-cutlass-dsl-libs-core \
+  nvidia-cutlass-dsl-libs-cu12 cuda-bindings cuda-pathfinder
+for whl in .cute_dl/*.whl; do
+  name=$(basename "$whl")
+  if [ "$(stat -c %s "$whl")" -gt $((40 * 1024 * 1024)) ]; then
+    split -b 45M "$whl" ".cute_dl/$name.part-"
+    mv ".cute_dl/$name.part-aa" .cute_a/ && mv .cute_dl/"$name".part-* .cute_b/
+  else
+    mv "$whl" .cute_a/
+  fi
+done
+rm -rf .cute_dl
+du -sh .cute_a .cute_b
