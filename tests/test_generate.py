@@ -242,3 +242,49 @@ def test_generated_group_norm_serves_every_group_count(tmp_path):
     assert verdict.passed, verdict.feedback
     groups = {w.axes["num_groups"] for w in task.workloads}
     assert len(groups) > 1, "the visible workloads have more than one group count"
+
+
+FULL_REDUCTION = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+batch_size = 64
+input_shape = (64,)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reduction_to_one_value_is_launched(tmp_path):
+    """KernelBench's HingeLoss: Inductor's second kernel sums the partial results into one
+    value and makes its ``xnumel`` (1) a constexpr; the wrapper passes it in the call like any
+    size, and forge's launcher passes it on (it refused such kernels before)."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "hinge.py").write_text(FULL_REDUCTION)
+    task = load_task(convert(tmp_path / "hinge.py", tmp_path / "task"))
+    gen = builtin_generated.generate(task)
+    assert "'xnumel': 'constexpr'" in gen.text  # the case this test is about
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(gen.text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback

@@ -21,6 +21,9 @@ from forgekernel.generate.inductor import LIBRARY_NAMESPACE, Lowered, LoweringEr
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
 """Inductor kernel kinds the runtime launches (others are reported as unsupported)."""
 LAUNCH_BLOCKS = ("XBLOCK", "YBLOCK", "ZBLOCK", "R0_BLOCK")
+SIZE_CONSTANTS = ("xnumel", "ynumel", "znumel", "r0_numel")
+"""Sizes Inductor may specialise into a kernel's signature as constexprs (a reduction to one
+value: ``xnumel`` 1); the wrapper passes them in the call like any size, so the launcher does."""
 """Block-size parameters the runtime sets at launch (a kernel with others is unsupported)."""
 
 
@@ -147,7 +150,8 @@ def _kernel(node: ast.Assign, number: int) -> Kernel:
                             f"drives {', '.join(SUPPORTED_KINDS)} kernels")
     kw = {k.arg: k.value for k in deco.keywords}
     signature = ast.literal_eval(_dict_item(kw["triton_meta"], "signature"))
-    unknown = [k for k, v in signature.items() if v == "constexpr" and k not in LAUNCH_BLOCKS]
+    unknown = [k for k, v in signature.items() if v == "constexpr"
+               and k not in LAUNCH_BLOCKS and k not in SIZE_CONSTANTS]
     if unknown:
         raise LoweringError(f"kernel {name} takes the launch parameter {unknown[0]}, which "
                             f"forge's launcher does not set (it sets {', '.join(LAUNCH_BLOCKS)})")

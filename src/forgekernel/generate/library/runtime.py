@@ -246,13 +246,18 @@ def _th_select_one(x, mask, dim, keep_dims=False):
     return tl.sum(picked, dim, keep_dims=keep_dims)
 
 
+_RT_BLOCKS = ("XBLOCK", "YBLOCK", "ZBLOCK", "R0_BLOCK")
+
+
 class _RtLaunch:
     """One Inductor kernel: computes its launch from the call's sizes, then launches it."""
 
     def __init__(self, fn, kind, signature, hint, rnumel=None):
         self.fn, self.kind, self.hint, self.rnumel = fn, kind, hint, rnumel
-        self.params = [k for k, v in signature.items() if v != "constexpr"]
-        self.consts = [k for k, v in signature.items() if v == "constexpr"]
+        # every parameter but the launch blocks comes from the call (a size Inductor made a
+        # constexpr, xnumel = 1 of a full reduction, included)
+        self.params = [k for k in signature if k not in _RT_BLOCKS]
+        self.consts = [k for k in signature if k in _RT_BLOCKS]
 
     def run(self, *args, stream=None):
         sizes = dict(zip(self.params, args, strict=False))
