@@ -181,7 +181,7 @@ def test_a_new_run_dir_takes_the_language_into_its_task_copy(tmp_path):
     from forgekernel.run import rundir
 
     root = rundir.create(ROOT / "tasks" / "rmsnorm", load_settings({}), tmp_path / "run",
-                         language="cuda")
+                         languages=["cuda"])
     rd = rundir.open(root)
     assert rd.task().language == "cuda"
     assert 'language = "triton"' in (ROOT / "tasks" / "rmsnorm" / "task.toml").read_text()
@@ -239,3 +239,53 @@ def test_cute_kernels_count_as_the_candidates_own_at_run_time():
     name = "kernel_cutlass__rms_row_tensorptrbf16genericoi641_tensorptrbf16generico1_0"
     assert is_own(name, ["_rms_row", "_rms_launch"])
     assert not is_own(name, ["rms_row"]) and not is_own("kernel_cutlass_gemm_0", ["_rms_row"])
+
+
+def test_a_task_may_allow_several_languages_with_its_own_first(tmp_path):
+    import shutil as sh
+
+    from forgekernel.task import TaskError
+
+    both = load_task(ROOT / "tasks" / "rmsnorm").model_copy(update={"languages": ("cuda", "triton")})
+    assert both.allowed_languages() == ("triton", "cuda")
+    task_dir = tmp_path / "t"
+    sh.copytree(ROOT / "tasks" / "rmsnorm", task_dir)
+    text = (task_dir / "task.toml").read_text()
+    (task_dir / "task.toml").write_text(text.replace('language = "triton"',
+                                                     'language = "triton"\nlanguages = ["cuda"]'))
+    with pytest.raises(TaskError, match="language 'triton' is not among languages"):
+        load_task(task_dir)
+
+
+def test_the_builtin_architect_keeps_native_structures_for_a_gpu():
+    from forgekernel.agents import builtin_plan
+
+    task = load_task(ROOT / "tasks" / "rmsnorm").model_copy(update={"languages": ("triton", "cuda")})
+    match = builtin_generated.resolve(task, (ROOT / "tasks" / "rmsnorm" / "reference.py").read_text())
+    names = [t.name for t in match.templates]
+    assert "rownorm_row" in names and "rownorm_cuda" in names and "rownorm_cute" not in names
+    on_cpu = [t.name for t in builtin_plan.ranked_structures(task, match, gpu=False)]
+    on_gpu = [t.name for t in builtin_plan.ranked_structures(task, match, gpu=True)]
+    assert "rownorm_cuda" not in on_cpu and on_cpu[0] == on_gpu[0] == "rownorm_row"
+    assert "rownorm_cuda" in on_gpu  # a restructure on a GPU can reach for it
+
+
+def test_prompts_name_every_allowed_language():
+    from forgekernel.agents import prompting
+
+    task = load_task(ROOT / "tasks" / "rmsnorm").model_copy(update={"languages": ("triton", "cuda")})
+    coder = prompting.coder_system(task, "")
+    assert "TRITON_INTERPRET=1" in coder and "load_inline" in coder
+    assert "Each decision row names the language" in coder
+    assert "also allowed: cuda; pick one per milestone" in prompting.architect_system(task, "")
+
+
+def test_a_cpu_run_may_allow_cuda_beside_triton(tmp_path):
+    out = _forge("run", str(ROOT / "tasks" / "rmsnorm"), "--language", "triton,cuda", "--delivery", "cpu",
+                 "--max-iterations", "1", "--out", str(tmp_path / "run"), cwd=tmp_path)
+    assert out.returncode in (0, 2) and "Traceback" not in out.stderr, out.stderr[-2000:]
+    from forgekernel.run import rundir
+
+    task = rundir.open(tmp_path / "run").task()
+    assert task.allowed_languages() == ("triton", "cuda")
+    assert "rownorm_cuda" not in (tmp_path / "run" / "curriculum.toml").read_text()

@@ -176,6 +176,9 @@ class TaskSpec(Record):
     description: str = ""
     arch: Literal[ARCHES] = "sm90"  # type: ignore[valid-type]
     language: Literal[LANGUAGES] = "triton"  # type: ignore[valid-type]
+    languages: tuple[Literal[LANGUAGES], ...] = ()  # type: ignore[valid-type]
+    """Every language a candidate may be written in, when more than ``language`` (the first
+    choice): the architect picks one per milestone."""
     family: Literal[FAMILIES] = "other"  # type: ignore[valid-type]
     format: Literal["forge", "kernelbench"] = "forge"
     axes: dict[str, AxisSpec]
@@ -189,6 +192,17 @@ class TaskSpec(Record):
     cost: CostSpec = Field(default_factory=CostSpec)
     root: str = ""
     """Directory the task was loaded from (absolute)."""
+
+    @model_validator(mode="after")
+    def _languages(self) -> TaskSpec:
+        if self.languages and self.language not in self.languages:
+            raise ValueError(f"language {self.language!r} is not among languages "
+                             f"{list(self.languages)}")
+        return self
+
+    def allowed_languages(self) -> tuple[str, ...]:
+        """``language`` first, then the others of ``languages``."""
+        return (self.language, *(x for x in self.languages if x != self.language))
 
     def smoke_workloads(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.smoke)

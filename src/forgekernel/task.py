@@ -26,7 +26,7 @@ from forgekernel import exprs
 from forgekernel.errors import ForgeError
 from forgekernel.records import TaskSpec, TensorSpec
 
-TOP_KEYS = ("name", "description", "arch", "language", "family", "format", "axes", "inputs",
+TOP_KEYS = ("name", "description", "arch", "language", "languages", "family", "format", "axes", "inputs",
             "outputs", "workload", "judge", "target", "budget", "policy", "cost", "peer")
 
 

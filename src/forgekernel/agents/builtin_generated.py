@@ -84,7 +84,7 @@ _MATCHES: dict[str, builtin_ops.OpMatch | AgentError] = {}
 def _key(task: TaskSpec) -> str:
     root = Path(task.root)
     text = (root / "reference.py").read_bytes() + (root / "task.toml").read_bytes()
-    return f"{root}:{task.language}:{hashlib.sha256(text).hexdigest()[:16]}"
+    return f"{root}:{','.join(task.allowed_languages())}:{hashlib.sha256(text).hexdigest()[:16]}"
 
 
 def resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
@@ -118,7 +118,7 @@ def _resolve(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
                                                list(graph.small_constants))
             if found is not None:
                 return _in_language(task, builtin_ops.template_match(*found, params, graph.describe(),
-                                                                     task.language))
+                                                                     task.allowed_languages()))
     except AgentError:
         raise
     except Exception as exc:  # the user's reference: any failure is one line
@@ -151,14 +151,14 @@ def preview(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
         found = builtin_ops.semantic_match(fn, [first, second], params, list(graph.small_constants))
         if found is not None:
             return _in_language(task, builtin_ops.template_match(*found, params, graph.describe(),
-                                                                 task.language))
+                                                                 task.allowed_languages()))
     _triton_only(task, "its operator is none the built-in agent has a structure in that language "
                  "for (it writes rmsnorm, layernorm and fused_add_rmsnorm in cuda, rmsnorm in cute-dsl)")
     return builtin_ops.OpMatch(GENERATED, params, {}, (), graph=graph.describe())
 
 
 def _triton_only(task: TaskSpec, why: str) -> None:
-    if task.language != "triton":
+    if "triton" not in task.allowed_languages():
         raise builtin_ops.unsupported(task, f"the task's language is {task.language} and {why}")
 
 
@@ -167,7 +167,7 @@ def _in_language(task: TaskSpec, match: builtin_ops.OpMatch) -> builtin_ops.OpMa
     if not match.templates:
         have = ", ".join(templates.languages(match.op)) or "none"
         raise builtin_ops.unsupported(task, f"it writes {match.op} in {have}, and the task's "
-                                      f"language is {task.language}")
+                                      f"language is {' or '.join(task.allowed_languages())}")
     return match
 
 

@@ -203,9 +203,10 @@ def semantic_match(run: Callable[..., Any], draws: list[list[Any]], params: tupl
 
 
 def template_match(op: OpSpec, order: tuple[int, ...], eps: float | None, params: tuple[str, ...],
-                   graph: str, language: str = "triton") -> OpMatch:
+                   graph: str, languages: tuple[str, ...] = ("triton",)) -> OpMatch:
     constants = {"EPS": eps} if eps is not None else {}
-    return OpMatch(op.name, params, constants, tuple(templates.for_op(op.name, language)),
+    found = tuple(t for lang in languages for t in templates.for_op(op.name, lang))
+    return OpMatch(op.name, params, constants, found,
                    call=tuple(params[i] for i in order), graph=graph,
                    launches=2 if op.name == "cross_entropy" else 1)
 

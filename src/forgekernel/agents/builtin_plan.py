@@ -82,8 +82,10 @@ def facts(ctx: ArchitectContext) -> Facts:
                  predicted)
 
 
-def ranked_structures(task: TaskSpec, match: OpMatch) -> list[templates.Template]:
-    """The op's templates, best suited to the task's row lengths first."""
+def ranked_structures(task: TaskSpec, match: OpMatch, gpu: bool = True) -> list[templates.Template]:
+    """The op's templates, best suited to the task's row lengths first, then in the order of
+    the task's languages. Without a GPU only Triton structures (the others cannot run on the
+    interpreter), unless the task allows nothing else."""
     wls = task.gpu_workloads() or task.workloads
     first = next(iter(task.inputs.values()))
     lengths = [wl.axes[d] if isinstance(d, str) else d
@@ -97,7 +99,10 @@ def ranked_structures(task: TaskSpec, match: OpMatch) -> list[templates.Template
         return sum(per(n) for n in lengths)
 
     order = {t.name: i for i, t in enumerate(match.templates)}
-    return sorted(match.templates, key=lambda t: (-score(t), order[t.name]))
+    langs = task.allowed_languages()
+    pool = [t for t in match.templates if gpu or t.language == "triton"] or list(match.templates)
+    return sorted(pool, key=lambda t: (-score(t), langs.index(t.language) if t.language in langs
+                                       else len(langs), order[t.name]))
 
 
 def launch_line(match: OpMatch) -> str:
@@ -195,7 +200,7 @@ def initial(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
     In a self-evolution generation M0 starts from the previous generation's best point.
     """
     f = facts(ctx)
-    tpl = ranked_structures(ctx.task, match)[0]
+    tpl = ranked_structures(ctx.task, match, f.gpu)[0]
     start = carried_start(ctx, match)
     if start is not None:
         tpl = templates.template(start.template)

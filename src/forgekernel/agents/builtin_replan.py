@@ -104,7 +104,7 @@ def revise(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
     f = plan.facts(ctx)
     sol = plan.best_sol(ctx.best)
     planned = {r.params.get("template") for r in _rows(cur)} | {o.config.template for o in tried.values()}
-    untried = [t for t in plan.ranked_structures(ctx.task, match) if t.name not in planned]
+    untried = [t for t in plan.ranked_structures(ctx.task, match, f.gpu) if t.name not in planned]
     notes = [f"dropped exhausted rows {', '.join(dropped)}"] if dropped else []
     low = plan.lowest_sizable_sol(ctx.best)
     lagging = low is not None and low[0] < plan.RESTRUCTURE_WORKLOAD_BELOW[f.bound]

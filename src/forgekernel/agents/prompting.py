@@ -286,7 +286,20 @@ LANGUAGE_RULES = {
 
 
 def language_rules(task: TaskSpec) -> str:
-    return LANGUAGE_RULES[task.language].format(arch=task.arch)
+    """The contract of each language the task allows (the first is the task's own)."""
+    rules = [LANGUAGE_RULES[lang].format(arch=task.arch) for lang in task.allowed_languages()]
+    if len(rules) > 1:
+        rules.append("Each decision row names the language its kernel is written in; write that one.")
+    return "\n- ".join(rules)
+
+
+def architect_languages(task: TaskSpec) -> str:
+    langs = task.allowed_languages()
+    if len(langs) == 1:
+        return langs[0]
+    return (f"{langs[0]} (also allowed: {', '.join(langs[1:])}; pick one per milestone and name it in "
+            "each row's decision: a structure another language can express better, warp "
+            "specialisation or explicit TMA pipelines say, is an M0 choice)")
 
 
 def coder_system(task: TaskSpec, tools_note: str) -> str:
@@ -341,7 +354,7 @@ def architect_system(task: TaskSpec, tools_note: str) -> str:
         shapes += (" The kernel file defines `ModelNew` (same constructor arguments as the "
                    "reference's `Model`), not `run(*inputs)`.")
     return render(f"architect_system_{PROMPT_VERSION}", metric_names=metric_names(),
-                  target_speedup=task.target.speedup, language=task.language, arch=task.arch,
+                  target_speedup=task.target.speedup, language=architect_languages(task), arch=task.arch,
                   tools_note=tools_note, judge_shapes=shapes)
 
 

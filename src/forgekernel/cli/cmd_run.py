@@ -40,7 +40,7 @@ def run_cmd(
     script: Path = typer.Option(None, "--script", help="Script for the scripted agent (implies --agent scripted)."),
     replay: Path = typer.Option(None, "--replay", help="Replay a past run dir's plans and edits (scripted agent)."),
     out: Path = typer.Option(None, "--out", help="With a task dir: the run dir to create."),
-    language: str = typer.Option(None, "--language", help="triton, cuda or cute-dsl: what the candidates are written in (a new run; default: the task's). cuda and cute-dsl need a GPU delivery."),
+    language: str = typer.Option(None, "--language", help="triton, cuda or cute-dsl: what the candidates are written in (a new run; default: the task's); several joined by commas let the architect choose per milestone, the first being the default. cuda and cute-dsl first need a GPU delivery."),
     ncu: str = typer.Option("off", "--ncu", help="Nsight Compute in the run's profiles: off (default: it costs minutes), auto or on."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
     judge_impl: str = typer.Option(None, "--judge", hidden=True, help="module:attr of a judge callable (tests)."),
@@ -152,19 +152,25 @@ NATIVE = {"cuda": "CUDA C++", "cute-dsl": "CuTe DSL"}
 
 
 def _check_language(language: str | None, target: Path, rd: Any, delivery: str) -> None:
-    """A language forge knows, and a delivery that can run it (before anything is written)."""
+    """Languages forge knows, and a delivery that can run the first (before anything is written)."""
     from forgekernel.records import LANGUAGES
 
-    if language is not None and language not in LANGUAGES:
-        raise fail(f"--language {language!r}: use {', '.join(LANGUAGES)}")
-    if language is not None and rd is not None:
+    wanted = _languages(language)
+    bad = [x for x in wanted if x not in LANGUAGES]
+    if bad or (language is not None and not wanted):
+        raise fail(f"--language {language!r}: use {', '.join(LANGUAGES)}, or several joined by commas "
+                   "(the first is the run's own)")
+    if wanted and rd is not None:
         raise fail("--language is for a new run (a task dir); this run dir keeps its task's language")
-    if language is None:
-        language = rd.task().language if rd is not None else _task_language(target)
-    if language in NATIVE and delivery == "cpu":
-        raise fail(f"language {language}: {NATIVE[language]} candidates run only on a GPU and this "
+    first = wanted[0] if wanted else (rd.task().language if rd is not None else _task_language(target))
+    if first in NATIVE and delivery == "cpu":
+        raise fail(f"language {first}: {NATIVE[first]} candidates run only on a GPU and this "
                    "run's delivery is cpu (the Triton CPU interpreter); use a GPU delivery (local, ssh, "
                    "ray), or check a kernel's compile here with `forge judge` / `forge profile --static`")
+
+
+def _languages(language: str | None) -> list[str]:
+    return [x.strip() for x in (language or "").split(",") if x.strip()]
 
 
 def _task_language(target: Path) -> str:
@@ -188,7 +194,7 @@ def _create(target: Path, settings: Any, out: Path | None, language: str | None 
     with tempfile.TemporaryDirectory(prefix="forge-run-") as scratch:
         task_dir = task_dir_for(target, Path(scratch))  # a KernelBench file is converted first
         check_reference(load_task(task_dir))  # a misbehaving reference is one line, before anything is made
-        root = rundir.create(task_dir, settings, out, language=language)
+        root = rundir.create(task_dir, settings, out, languages=_languages(language) or None)
     typer.echo(f"created run dir {root}")
     return root
 

@@ -48,8 +48,9 @@ def compile_cute(task_dir: Path, kernel: Path, *, timeout_s: float = 300) -> Cud
         spec = sandbox.SandboxSpec(scratch=scratch, readonly=(*sandbox.python_paths(), task_dir,
                                                               kernel.parent),
                                    env=sandbox.filter_env(os.environ), cwd=scratch)
+        reply_path = scratch / "reply.json"
         launch = sandbox.command(mech, spec, sandbox.python_argv(WORKER, [str(task_dir), str(kernel),
-                                                                          str(dump)]))
+                                                                          str(dump), str(reply_path)]))
         proc = subprocess.Popen(**launch.popen_kwargs(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
@@ -60,7 +61,7 @@ def compile_cute(task_dir: Path, kernel: Path, *, timeout_s: float = 300) -> Cud
             return CudaBuild(kernel.name, "sm_90a", False,
                              errors=(f"the CuTe DSL compile did not finish within {timeout_s:.0f} s",))
         seconds = round(time.monotonic() - start, 2)
-        reply = _last_json(out)
+        reply = _reply(reply_path)
         tool = f"nvidia-cutlass-dsl {reply.get('version') or '?'}"
         cubins = sorted(dump.glob("*.cubin"))
         if not cubins:
@@ -90,15 +91,12 @@ def _facts(cubin: Path) -> list[KernelFacts]:
     return out
 
 
-def _last_json(text: str) -> dict:
-    for line in reversed((text or "").strip().splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
-    return {}
+def _reply(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _last_line(text: str) -> str:

@@ -1,12 +1,12 @@
 """Compile a CuTe DSL candidate for sm_90a without a GPU (run inside the sandbox).
 
-``python -I -m forgekernel.native.cute_worker TASK_DIR KERNEL_PY DUMP_DIR`` points the DSL at
+``python -I -m forgekernel.native.cute_worker TASK_DIR KERNEL_PY DUMP_DIR REPLY_JSON`` points the DSL at
 sm_90a with its PTX and cubins kept in DUMP_DIR, then calls the candidate's ``run`` once on
 the task's small example inputs (CPU tensors): the candidate's own ``cute.compile`` builds its
 kernels, and the launch that follows fails for want of a GPU, which is expected. What the
-compile left in DUMP_DIR is read by the parent; this process prints one JSON line: the
-DSL's version and, when nothing was compiled, the first errors, with the candidate's file
-and line where the DSL or the traceback names them. Nothing printed here is a verdict.
+compile left in DUMP_DIR is read by the parent; this process writes REPLY_JSON: the DSL's
+version and, when nothing was compiled, the first errors, with the candidate's file and line
+where the DSL or the traceback names them. Nothing written here is a verdict.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def main(argv: list[str]) -> int:
-    task_dir, kernel, dump = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    task_dir, kernel, dump, reply = Path(argv[0]), Path(argv[1]), Path(argv[2]), Path(argv[3])
     dump.mkdir(parents=True, exist_ok=True)  # the DSL writes nothing into a missing dir
     os.environ.update(CUTE_DSL_ARCH="sm_90a", CUTE_DSL_KEEP="ptx,cubin", CUTE_DSL_DUMP_DIR=str(dump))
     out: dict = {"version": None, "errors": []}
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
         out["version"] = cutlass.__version__
     except ImportError as exc:
         out["errors"] = [f"the CuTe DSL is not installed here ({exc})"]
-        print(json.dumps(out))
+        reply.write_text(json.dumps(out))
         return 0
     from forgekernel.generate.examples import flat_example
     from forgekernel.task import load_module, load_task
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # the candidate's: expected once its launch needs a GPU
         if not any(dump.glob("*.cubin")):
             out["errors"] = describe(exc, kernel)
-    print(json.dumps(out))
+    reply.write_text(json.dumps(out))
     return 0
 
 

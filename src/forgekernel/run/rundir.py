@@ -182,12 +182,12 @@ def is_run_dir(path: Path) -> bool:
 
 
 def create(task_path: Path, settings: Settings, out: Path | None = None,
-           language: str | None = None) -> Path:
+           languages: list[str] | None = None) -> Path:
     """Make a run dir for the task at ``task_path`` and return its path.
 
     ``out`` names the directory (it must not exist or be empty); by default it is
-    ``<settings.artifacts>/<task>_<stamp>``. ``language`` replaces the task's own in the run's
-    copy of task.toml.
+    ``<settings.artifacts>/<task>_<stamp>``. ``languages`` (the first one the run's own)
+    replace the task's in the run's copy of task.toml.
     """
     from forgekernel.run import workspace
 
@@ -200,8 +200,8 @@ def create(task_path: Path, settings: Settings, out: Path | None = None,
         root.mkdir(parents=True, exist_ok=True)
         rd = RunDir(root.resolve())
         shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
-        if language is not None and language != task.language:
-            set_language(rd.task_dir / "task.toml", language)
+        if languages:
+            set_languages(rd.task_dir / "task.toml", languages)
             task = load_task(rd.task_dir)
         atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
         rd.candidates.mkdir()
@@ -215,20 +215,20 @@ def create(task_path: Path, settings: Settings, out: Path | None = None,
     return rd.root
 
 
-_LANGUAGE_LINE = re.compile(r'^language\s*=.*$', re.M)
+_LANGUAGE_LINE = re.compile(r'^languages?\s*=.*\n?', re.M)
 
 
-def set_language(toml_path: Path, language: str) -> None:
-    """Set the top-level ``language`` of a task.toml (the rest of the text kept as it is)."""
+def set_languages(toml_path: Path, languages: list[str]) -> None:
+    """Set the top-level ``language`` (and ``languages`` when there are several) of a
+    task.toml; the rest of the text is kept as it is."""
     text = toml_path.read_text()
     head_end = re.search(r"^\[", text, re.M)
-    head = text[:head_end.start()] if head_end else text
-    line = f'language = "{language}"'
-    if _LANGUAGE_LINE.search(head):
-        head = _LANGUAGE_LINE.sub(line, head, count=1)
-    else:
-        head = line + "\n" + head
-    atomic_write(toml_path, head + (text[head_end.start():] if head_end else ""))
+    cut = head_end.start() if head_end else len(text)
+    lines = f'language = "{languages[0]}"\n'
+    if len(languages) > 1:
+        lines += "languages = [" + ", ".join(f'"{x}"' for x in languages) + "]\n"
+    head = _LANGUAGE_LINE.sub("", text[:cut])
+    atomic_write(toml_path, lines + head + text[cut:])
 
 
 def _fresh_dir(base: Path, name: str) -> Path:
