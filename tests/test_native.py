@@ -289,3 +289,22 @@ def test_a_cpu_run_may_allow_cuda_beside_triton(tmp_path):
     task = rundir.open(tmp_path / "run").task()
     assert task.allowed_languages() == ("triton", "cuda")
     assert "rownorm_cuda" not in (tmp_path / "run" / "curriculum.toml").read_text()
+
+
+@needs_nvcc
+def test_a_compile_inside_a_sandboxed_worker_does_not_nest_another(tmp_path):
+    (src,) = sources.cuda_sources(_candidate(tmp_path, SAXPY))
+    build = nvcc.compile_cuda(src, cache=tmp_path / "cache", inside=True)
+    assert build.ok and build.kernels[0].name == "saxpy_kernel"
+
+
+@needs_cute
+def test_profile_of_a_cute_candidate_on_cpu_is_its_compile_report(tmp_path):
+    from forgekernel.profile.api import profile_task
+
+    task = load_task(ROOT / "tasks" / "rmsnorm")
+    cand = _cute_candidate(tmp_path, 256)
+    profiles = profile_task(task, make_runner("cpu"), kernel=cand / "kernel.py", ncu="off")
+    assert profiles and all(p.metrics.get("regs") and p.metrics.get("spills") == 0 for p in profiles)
+    assert all("median_ms" not in p.metrics for p in profiles)
+    assert any("not run: a cute-dsl candidate" in n for n in profiles[0].notes)

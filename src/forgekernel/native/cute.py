@@ -11,7 +11,6 @@ statically (the DSL's dynamic shared memory is not in it).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tempfile
 import time
@@ -29,35 +28,26 @@ def available() -> bool:
     return importlib.util.find_spec("cutlass") is not None
 
 
-def compile_cute(task_dir: Path, kernel: Path, *, timeout_s: float = 300) -> CudaBuild:
-    """Compile the CuTe DSL candidate ``kernel`` (its kernel.py) for ``task_dir`` at sm_90a."""
+def compile_cute(task_dir: Path, kernel: Path, *, timeout_s: float = 300,
+                 inside: bool = False) -> CudaBuild:
+    """Compile the CuTe DSL candidate ``kernel`` (its kernel.py) for ``task_dir`` at sm_90a
+    (``inside``: this process is already in a sandbox, see :func:`nvcc.contained`)."""
     from forgekernel import sandbox
 
     if not available():
         raise NativeError("the CuTe DSL (nvidia-cutlass-dsl) is not installed: pip install "
                           "'forgekernel[cute]'")
-    mech = sandbox.detect()
-    if mech is None:
-        raise NativeError(f"no sandbox on this machine ({sandbox.probe().reason}): a candidate's "
-                          "CuTe DSL code runs only inside one")
     kernel, task_dir = Path(kernel).resolve(), Path(task_dir).resolve()
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="fk-cute-") as tmp:
         scratch = Path(tmp)
-        dump = scratch / "dump"
-        spec = sandbox.SandboxSpec(scratch=scratch, readonly=(*sandbox.python_paths(), task_dir,
-                                                              kernel.parent),
-                                   env=sandbox.filter_env(os.environ), cwd=scratch)
-        reply_path = scratch / "reply.json"
-        launch = sandbox.command(mech, spec, sandbox.python_argv(WORKER, [str(task_dir), str(kernel),
-                                                                          str(dump), str(reply_path)]))
-        proc = subprocess.Popen(**launch.popen_kwargs(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            sandbox.kill_tree(proc)
-            proc.wait()
+        dump, reply_path = scratch / "dump", scratch / "reply.json"
+        argv = sandbox.python_argv(WORKER, [str(task_dir), str(kernel), str(dump), str(reply_path)])
+        code, _, err = nvcc.contained(argv, scratch=scratch, readonly=(*sandbox.python_paths(), task_dir,
+                                                                        kernel.parent),
+                                      cwd=scratch, timeout_s=timeout_s, what="CuTe DSL code",
+                                      inside=inside)
+        if code is None:
             return CudaBuild(kernel.name, "sm_90a", False,
                              errors=(f"the CuTe DSL compile did not finish within {timeout_s:.0f} s",))
         seconds = round(time.monotonic() - start, 2)

@@ -125,7 +125,7 @@ def flags_for(src: CudaSource, arch: int) -> list[str]:
 
 
 def compile_cuda(src: CudaSource, *, arch: int = 90, timeout_s: float = 600,
-                 cache: Path | None = None) -> CudaBuild:
+                 cache: Path | None = None, inside: bool = False) -> CudaBuild:
     """Compile ``src`` for sm_<arch>a in the sandbox (cached by content); never raises for a
     compile error (that is ``ok=False`` with the errors), only when it cannot compile at all."""
     nvcc = find_nvcc()
@@ -140,7 +140,7 @@ def compile_cuda(src: CudaSource, *, arch: int = 90, timeout_s: float = 600,
         except (ValueError, TypeError):
             path.unlink(missing_ok=True)
     start = time.monotonic()
-    code, output, sass = _run_sandboxed(nvcc, src, flags, timeout_s)
+    code, output, sass = _run_sandboxed(nvcc, src, flags, timeout_s, inside)
     seconds = round(time.monotonic() - start, 2)
     target = f"sm_{arch}a"
     if code == 0:
@@ -156,37 +156,56 @@ def compile_cuda(src: CudaSource, *, arch: int = 90, timeout_s: float = 600,
     return build
 
 
-def _run_sandboxed(nvcc: str, src: CudaSource, flags: list[str],
-                   timeout_s: float) -> tuple[int, str, dict[str, str]]:
-    """nvcc's exit code and output, and the SASS of each function of the cubin it wrote."""
+def contained(argv: list[str], *, scratch: Path, readonly: tuple[Path, ...], cwd: Path,
+              timeout_s: float, what: str, inside: bool = False) -> tuple[int | None, str, str]:
+    """Run ``argv`` (a compile of candidate code) in a sandbox of its own, or directly when
+    this process is already inside one (``inside``: a sandboxed worker cannot nest another).
+    Returns (exit code, None on a timeout; stdout; stderr)."""
     from forgekernel import sandbox
 
-    mech = sandbox.detect()
-    if mech is None:
-        raise NativeError(f"no sandbox on this machine ({sandbox.probe().reason}): a candidate's "
-                          "CUDA source is compiled only inside one")
+    if inside:
+        popen = {"args": argv, "cwd": str(cwd)}
+        launch = None
+    else:
+        mech = sandbox.detect()
+        if mech is None:
+            raise NativeError(f"no sandbox on this machine ({sandbox.probe().reason}): a "
+                              f"candidate's {what} runs only inside one")
+        spec = sandbox.SandboxSpec(scratch=scratch, readonly=readonly,
+                                   env=sandbox.filter_env(os.environ), cwd=cwd)
+        launch = sandbox.command(mech, spec, argv)
+        popen = launch.popen_kwargs()
+    proc = subprocess.Popen(**popen, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        sandbox.kill_tree(proc)
+        proc.wait()
+        return None, "", ""
+    if launch is None:
+        return proc.returncode, out or "", err or ""
+    code, signal = launch.status(proc.returncode)
+    return (code if code is not None else 128 + (signal or 0)), out or "", err or ""
+
+
+def _run_sandboxed(nvcc: str, src: CudaSource, flags: list[str], timeout_s: float,
+                   inside: bool = False) -> tuple[int, str, dict[str, str]]:
+    """nvcc's exit code and output, and the SASS of each function of the cubin it wrote."""
     with tempfile.TemporaryDirectory(prefix="fk-nvcc-") as tmp:
         scratch = Path(tmp)
         work = scratch / "src"
         work.mkdir()
         (work / src.name).write_text(src.text)
         seen = tuple(Path(f[2:]) for f in flags if f.startswith("-I") and Path(f[2:]).is_dir())
-        spec = sandbox.SandboxSpec(scratch=scratch, readonly=seen,
-                                   env=sandbox.filter_env(os.environ), cwd=work)
         argv = [nvcc, *flags, "-o", str(work / "out.cubin"), src.name]
-        launch = sandbox.command(mech, spec, argv)
-        proc = subprocess.Popen(**launch.popen_kwargs(), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            sandbox.kill_tree(proc)
-            proc.wait()
+        code, out, err = contained(argv, scratch=scratch, readonly=seen, cwd=work,
+                                   timeout_s=timeout_s, what="CUDA source", inside=inside)
+        if code is None:
             return 124, f"error: nvcc did not finish within {timeout_s:.0f} s", {}
-        code, signal = launch.status(proc.returncode)
         cubin = work / "out.cubin"
         sass = split_sass(cuobjdump(["-sass", str(cubin)])) if code == 0 and cubin.is_file() else {}
-        return (code if code is not None else 128 + (signal or 0)), out or "", sass
+        return code, out + err, sass
 
 
 _NVCC_ERR = re.compile(r"^(?P<file>[^\s:()]+)\((?P<line>\d+)\): (?P<kind>(?:catastrophic )?error)[^:]*: (?P<msg>.*)$")

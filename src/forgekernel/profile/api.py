@@ -64,6 +64,8 @@ def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
     if ncu == "on" and runner.timing_label == "cpu-interpret":
         raise ProfileError("--ncu on needs a GPU delivery (local); the cpu runner has no device")
     chosen = workloads or workloads_for(task, runner)
+    if kernel is not None and runner.timing_label == "cpu-interpret" and _native(kernel):
+        return _compiled_only(task, runner, Path(kernel), chosen, static, sandbox)
     boxed = sandbox and kernel is not None
     payload = {"mode": "profile", "task": task.root, "workloads": [w.axes for w in chosen],
                "kernel": str(Path(kernel).resolve()) if kernel else None, "ncu": ncu, "seed": 0,
@@ -90,6 +92,26 @@ def profile_task(task: TaskSpec, runner: Runner, *, kernel: Path | None = None,
     return profiles
 
 
+def _native(kernel: Path) -> str | None:
+    from forgekernel.native.sources import language_of
+
+    lang = language_of(Path(kernel))
+    return lang if lang != "triton" else None
+
+
+def _compiled_only(task: TaskSpec, runner: Runner, kernel: Path, chosen: tuple[Workload, ...],
+                   static: bool | None, sandbox: bool) -> list[Profile]:
+    """A CUDA C++ or CuTe DSL candidate on the CPU interpreter: not run; its compile-time
+    report only (``--no-static``: a one-line error, there is nothing else to give)."""
+    lang = _native(kernel)
+    why = f"a {lang} candidate does not run on the cpu delivery (the Triton CPU interpreter)"
+    if static is False:
+        raise ProfileError(f"{why}; drop --no-static for its compile-time report, or profile it on a GPU")
+    reports = static_reports(task, runner, kernel, chosen, sandboxed=sandbox)
+    return [merge_static(Profile(axes=dict(w.axes), notes=(f"not run: {why}",)), r)
+            for w, r in zip(chosen, reports, strict=True)]
+
+
 def static_reports(task: TaskSpec, runner: Runner, kernel: Path,
                    workloads: tuple[Workload, ...], *, timeout_s: float = 600.0,
                    sandboxed: bool = True) -> list[Any]:
@@ -97,7 +119,7 @@ def static_reports(task: TaskSpec, runner: Runner, kernel: Path,
     from forgekernel.profile.static import StaticReport
 
     payload = {"mode": "static", "task": task.root, "kernel": str(kernel.resolve()),
-               "workloads": [w.axes for w in workloads]}
+               "workloads": [w.axes for w in workloads], "sandboxed": sandboxed}
     # Triton's own library (tl.sum, ...) must be compiled-mode JIT functions: the worker
     # starts outside the interpreter and switches it on only to capture the launches.
     answer = _run(runner, payload, timeout_s, env={"TRITON_INTERPRET": "0"}, sandboxed=sandboxed)

@@ -100,21 +100,24 @@ parse_resource_usage = nvcc.parse_resource_usage
 
 
 def static_report(task: TaskSpec, kernel: Path, *, workloads: tuple[Workload, ...] | None = None,
-                  arch: int = 90) -> StaticReport:
-    """Compile the candidate's kernels for sm_<arch> and report their resources (no GPU)."""
+                  arch: int = 90, inside: bool = False) -> StaticReport:
+    """Compile the candidate's kernels for sm_<arch> and report their resources (no GPU);
+    ``inside``: this process is already in the sandbox (CUDA C++ and CuTe DSL compiles
+    then run directly)."""
     kernel = Path(kernel)
     found = cuda_sources(kernel)
     if found:
-        return cuda_static(found, arch=arch)
+        return cuda_static(found, arch=arch, inside=inside)
     from forgekernel.profile.subject import kernel_file
 
     if language_of(kernel) == "cute-dsl":
-        return cute_static(task, kernel_file(kernel))
+        return cute_static(task, kernel_file(kernel), inside=inside)
 
     return triton_static(task, kernel_file(kernel), workloads or task.workloads, arch=arch)
 
 
-def cuda_static(sources: list[CudaSource] | list[Path], *, arch: int = 90) -> StaticReport:
+def cuda_static(sources: list[CudaSource] | list[Path], *, arch: int = 90,
+                inside: bool = False) -> StaticReport:
     """Each CUDA source compiled in the sandbox (``forgekernel.native.nvcc``, cached); a
     compile error is a StaticError naming the candidate's line."""
     kernels: list[StaticKernel] = []
@@ -124,7 +127,7 @@ def cuda_static(sources: list[CudaSource] | list[Path], *, arch: int = 90) -> St
         if isinstance(src, Path):
             src = CudaSource(src.name, src.read_text(), src.name)
         try:
-            build = nvcc.compile_cuda(src, arch=arch)
+            build = nvcc.compile_cuda(src, arch=arch, inside=inside)
         except nvcc.NativeError as exc:
             raise StaticError(str(exc)) from None
         if not build.ok:
@@ -139,12 +142,12 @@ def cuda_static(sources: list[CudaSource] | list[Path], *, arch: int = 90) -> St
                         notes=tuple(notes))
 
 
-def cute_static(task: TaskSpec, kernel: Path) -> StaticReport:
+def cute_static(task: TaskSpec, kernel: Path, inside: bool = False) -> StaticReport:
     """A CuTe DSL candidate compiled by its own ``cute.compile`` for sm_90a (in the sandbox)."""
     from forgekernel.native import cute
 
     try:
-        build = cute.compile_cute(Path(task.root), kernel)
+        build = cute.compile_cute(Path(task.root), kernel, inside=inside)
     except nvcc.NativeError as exc:
         raise StaticError(str(exc)) from None
     if not build.ok:

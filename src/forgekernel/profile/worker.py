@@ -47,7 +47,8 @@ def _static(payload: dict[str, Any]) -> dict[str, Any]:
     from forgekernel.task import load_task
 
     task = load_task(payload["task"], check_reference=False)
-    reports = [static_report(task, Path(payload["kernel"]), workloads=(wl,)).model_dump()
+    inside = bool(payload.get("sandboxed"))
+    reports = [static_report(task, Path(payload["kernel"]), workloads=(wl,), inside=inside).model_dump()
                for wl in _workloads(payload)]
     return {"static": reports}
 
