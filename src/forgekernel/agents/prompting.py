@@ -279,7 +279,9 @@ LANGUAGE_RULES = {
                  "  GPUs. Write `@cute.kernel` device code and a `@cute.jit` host function that launches it;\n"
                  "  compile it with `cute.compile(...)` once per process and per dtype/shape class (keep the\n"
                  "  compiled function), and call it on tensors wrapped with\n"
-                 "  `cutlass.cute.runtime.from_dlpack`. Decide Python-level branches with\n"
+                 "  `cutlass.cute.runtime.from_dlpack`. Pass the caller's stream in\n"
+                 "  (`cuda.CUstream(torch.cuda.current_stream().cuda_stream)`, `import cuda.bindings.driver\n"
+                 "  as cuda`) and launch on it. Decide Python-level branches with\n"
                  "  `cutlass.const_expr(...)`. These candidates never run on the CPU interpreter."),
 }
 """The system prompt's language line(s): the contract of each language forge judges."""

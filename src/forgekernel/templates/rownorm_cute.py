@@ -6,6 +6,7 @@ dtype and scales by the weight. Compiled once per process and dtype with ``cute.
 the row length and count stay dynamic, so one compiled kernel serves every shape.
 """
 
+import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 import torch
@@ -45,8 +46,9 @@ def _rms_row(mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Flo
 
 
 @cute.jit
-def _rms_launch(mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Float32):
-    _rms_row(mX, mW, mY, eps).launch(grid=(mX.shape[0], 1, 1), block=(THREADS, 1, 1))
+def _rms_launch(mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Float32,
+                stream: cuda.CUstream):
+    _rms_row(mX, mW, mY, eps).launch(grid=(mX.shape[0], 1, 1), block=(THREADS, 1, 1), stream=stream)
 
 
 _COMPILED = {}
@@ -62,7 +64,9 @@ def rmsnorm(x, weight):
         return y.reshape(x.shape)
     args = (from_dlpack(x2).mark_layout_dynamic(), from_dlpack(weight.contiguous()).mark_layout_dynamic(),
             from_dlpack(y).mark_layout_dynamic())
+    # launch on the caller's current stream (a CPU tensor, compiled only, has none)
+    stream = cuda.CUstream(torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0)
     if x2.dtype not in _COMPILED:
-        _COMPILED[x2.dtype] = cute.compile(_rms_launch, *args, cutlass.Float32(EPS))
-    _COMPILED[x2.dtype](*args, cutlass.Float32(EPS))
+        _COMPILED[x2.dtype] = cute.compile(_rms_launch, *args, cutlass.Float32(EPS), stream)
+    _COMPILED[x2.dtype](*args, cutlass.Float32(EPS), stream)
     return y.reshape(x.shape)
