@@ -288,3 +288,56 @@ def test_a_reduction_to_one_value_is_launched(tmp_path):
     (work / "kernel.py").write_text(gen.text)
     verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
     assert verdict.passed, verdict.feedback
+
+
+AVG_POOL_3D = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, kernel_size, stride, padding):
+        super().__init__()
+        self.avg_pool = nn.AvgPool3d(kernel_size=kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x):
+        return self.avg_pool(x)
+
+
+batch_size = 2
+channels = 3
+depth = 7
+height = 6
+width = 5
+kernel_size = 3
+stride = 2
+padding = 1
+
+
+def get_inputs():
+    return [torch.rand(batch_size, channels, depth, height, width)]
+
+
+def get_init_inputs():
+    return [kernel_size, stride, padding]
+'''
+
+
+def test_a_large_average_pool_is_a_convolution_of_forges_own(tmp_path):
+    """Inductor hands a 27-element average-pooling window with a different stride to ATen;
+    forge writes it as a depthwise convolution with a constant weight (its own Triton
+    convolution), so the candidate passes the launch audit (KernelBench L1 46)."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "pool.py").write_text(AVG_POOL_3D)
+    task = load_task(convert(tmp_path / "pool.py", tmp_path / "task"))
+    gen = builtin_generated.generate(task)
+    assert "torch.ops.aten.avg_pool3d" not in gen.text  # no ATen fallback left
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(gen.text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback

@@ -153,7 +153,42 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
         aten.addmm.default: lambda bias, a, b, beta=1, alpha=1: ops["addmm"](bias, a, b, beta, alpha),
         aten.baddbmm.default: lambda bias, a, b, beta=1, alpha=1: ops["baddbmm"](bias, a, b, beta,
                                                                                   alpha),
+        aten.avg_pool2d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 2, *a, **k),
+        aten.avg_pool3d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 3, *a, **k),
     }
+
+
+AVG_POOL_WINDOW_MAX = 25
+"""Inductor lowers average pooling itself up to this many window elements (or when the
+window equals the stride) and calls ATen beyond: forge then writes the pooling as a
+depthwise convolution with a constant weight, which its own Triton convolution computes."""
+
+
+def _avg_pool_as_conv(conv: Any, dim: int, x: Any, kernel_size: Any, stride: Any = (),
+                      padding: Any = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+                      divisor_override: Any = None) -> Any:
+    """Average pooling as ``conv(x, 1/k**dim, groups=channels)`` where Inductor would fall
+    back to ATen (a window over AVG_POOL_WINDOW_MAX elements that differs from the stride);
+    exact when every window divides by its full size (padding counted, no ceil mode, no
+    divisor override). NotImplemented otherwise: Inductor's own handling stands."""
+    import math
+
+    import torch
+
+    k = list(kernel_size) * dim if len(kernel_size) == 1 else list(kernel_size)
+    st = list(stride) if stride else k
+    st = st * dim if len(st) == 1 else st
+    pad = [padding] * dim if isinstance(padding, int) else list(padding)
+    pad = pad * dim if len(pad) == 1 else pad
+    if (ceil_mode or not count_include_pad or divisor_override is not None
+            or math.prod(k) <= AVG_POOL_WINDOW_MAX or k == st):
+        return NotImplemented
+    channels = x.shape[-dim - 1]
+    weight = torch.full((channels, 1, *k), 1.0 / math.prod(k), dtype=x.dtype, device=x.device)
+    batched = x.dim() == dim + 2
+    y = conv(x if batched else x.unsqueeze(0), weight, None, st, pad, [1] * dim, False, [0] * dim,
+             channels)
+    return y if batched else y.squeeze(0)
 
 
 class _CrossDriver:
