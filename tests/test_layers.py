@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "forgekernel"
-LIBRARIES = {"judge", "agents", "delivery", "sandbox", "kb", "generate", "profile", "cli"}
+LIBRARIES = {"judge", "agents", "delivery", "sandbox", "kb", "generate", "profile", "native", "cli"}
 ABOVE_LIBRARIES = {"run", "evolve", "report", "cli", "bench", "bench_summary"}
 JUDGE_PUBLIC = {"judge", "judge.api", "judge.batch"}
 """What of the judge the run may import: ``judge()`` and the batch judging of candidates."""
@@ -78,6 +78,7 @@ def _crossings(src: str, dst: set[str]) -> list[str]:
     ("kb", {"judge", "agents"} | ABOVE_LIBRARIES),
     ("generate", {"judge", "agents"} | ABOVE_LIBRARIES),
     ("profile", {"judge", "agents"} | ABOVE_LIBRARIES),
+    ("native", {"judge", "agents", "profile"} | ABOVE_LIBRARIES),  # compiles; judges nothing
     ("protocols", LIBRARIES | ABOVE_LIBRARIES),    # shapes, not parts
     ("run", {"evolve", "cli", "bench", "bench_summary", "delivery", "kb", "generate", "sandbox"}),
     ("report", {"evolve", "cli", "judge", "agents", "delivery", "kb", "generate", "sandbox"}),
