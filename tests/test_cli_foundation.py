@@ -61,7 +61,7 @@ def test_doctor_is_fast_and_imports_no_sdk():
             "from forgekernel.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()): rc = main(['doctor', '--json'])\n"
             "from forgekernel.delivery.base import cpu_only_torch\n"
-            "heavy = ['anthropic', 'openai', 'claude_agent_sdk', 'ray'] + (['torch', 'triton'] if cpu_only_torch() else [])\n"
+            "heavy = ['anthropic', 'openai', 'claude_agent_sdk', 'ray', 'cutlass'] + (['torch', 'triton'] if cpu_only_torch() else [])\n"
             "print(rc, time.time() - t, [m for m in heavy if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     rc, seconds, imported = out.stdout.split(maxsplit=2)
@@ -138,7 +138,7 @@ def test_doctor_json_lists_every_check():
     out = forge("doctor", "--json")
     assert out.returncode in (0, 1)
     names = {c["name"] for c in json.loads(out.stdout)}
-    assert {"python", "torch", "gpu", "triton", "git", "nvcc", "ncu", "compute-sanitizer",
+    assert {"python", "torch", "gpu", "triton", "git", "nvcc", "CuTe DSL", "ncu", "compute-sanitizer",
             "claude CLI", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "delivery", "sandbox"} <= names
     assert time.time() - t < 120
 

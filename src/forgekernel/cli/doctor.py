@@ -91,6 +91,10 @@ def _tools() -> list[Check]:
         version = _tool_version([path, *args]) if path else None
         out.append(Check(name, bool(version), version or "not found", "" if version else fix,
                          required=name == "git"))
+    cute = installed("nvidia-cutlass-dsl")  # from metadata: importing cutlass takes a second
+    out.append(Check("CuTe DSL", bool(cute), f"nvidia-cutlass-dsl {cute}" if cute else "not installed",
+                     "" if cute else "pip install 'forgekernel[cute]' (CuTe DSL candidates)",
+                     required=False))
     return out
 
 
