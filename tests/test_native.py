@@ -160,9 +160,11 @@ def test_builtin_cuda_rmsnorm_compiles_for_sm90a_without_spills(tmp_path):
     assert all(k.spill_stores == 0 and k.regs and k.regs <= 64 for k in build.kernels)
 
 
-def _forge(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _forge(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
     return subprocess.run([sys.executable, "-m", "forgekernel.cli", *args], capture_output=True,
-                          text=True, timeout=300, cwd=cwd)
+                          text=True, timeout=300, cwd=cwd, env={**os.environ, **(env or {})})
 
 
 def test_run_with_a_native_language_on_cpu_stops_before_a_run_dir(tmp_path):
@@ -308,3 +310,12 @@ def test_profile_of_a_cute_candidate_on_cpu_is_its_compile_report(tmp_path):
     assert profiles and all(p.metrics.get("regs") and p.metrics.get("spills") == 0 for p in profiles)
     assert all("median_ms" not in p.metrics for p in profiles)
     assert any("not run: a cute-dsl candidate" in n for n in profiles[0].notes)
+
+
+@pytest.mark.skipif(shutil.which("nvcc", path="/usr/bin:/bin") is not None,
+                    reason="nvcc is in /usr/bin here: no PATH without it to try")
+def test_a_language_whose_compiler_is_missing_stops_before_a_run_dir(tmp_path):
+    out = _forge("run", str(ROOT / "tasks" / "rmsnorm"), "--language", "triton,cuda", "--delivery", "cpu",
+                 "--out", str(tmp_path / "run"), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "language cuda: nvcc is not on PATH" in out.stderr and not (tmp_path / "run").exists()

@@ -162,7 +162,12 @@ def _check_language(language: str | None, target: Path, rd: Any, delivery: str) 
                    "(the first is the run's own)")
     if wanted and rd is not None:
         raise fail("--language is for a new run (a task dir); this run dir keeps its task's language")
-    first = wanted[0] if wanted else (rd.task().language if rd is not None else _task_language(target))
+    if not wanted:
+        wanted = list(rd.task().allowed_languages()) if rd is not None else _task_languages(target)
+    first = wanted[0]
+    missing = _missing_tools(wanted)
+    if missing:
+        raise fail(missing)
     if first in NATIVE and delivery == "cpu":
         raise fail(f"language {first}: {NATIVE[first]} candidates run only on a GPU and this "
                    "run's delivery is cpu (the Triton CPU interpreter); use a GPU delivery (local, ssh, "
@@ -173,14 +178,30 @@ def _languages(language: str | None) -> list[str]:
     return [x.strip() for x in (language or "").split(",") if x.strip()]
 
 
-def _task_language(target: Path) -> str:
+def _task_languages(target: Path) -> list[str]:
     import tomllib
 
     try:
         data = tomllib.loads((target / "task.toml").read_text()) if target.is_dir() else {}
     except (OSError, tomllib.TOMLDecodeError):
-        return "triton"  # the task's own loading reports a broken task.toml
-    return str(data.get("language", "triton"))
+        return ["triton"]  # the task's own loading reports a broken task.toml
+    first = str(data.get("language", "triton"))
+    others = data.get("languages") if isinstance(data.get("languages"), list) else []
+    return [first, *(str(x) for x in others if x != first)]
+
+
+def _missing_tools(languages: list[str]) -> str:
+    """What a language the run may write needs and this machine lacks (one line), or ''."""
+    import shutil
+
+    from forgekernel.cli.doctor import installed
+
+    if "cuda" in languages and shutil.which("nvcc") is None:
+        return "language cuda: nvcc is not on PATH (CUDA C++ candidates are built with it); see forge doctor"
+    if "cute-dsl" in languages and not installed("nvidia-cutlass-dsl"):
+        return ("language cute-dsl: the CuTe DSL is not installed: pip install 'forgekernel[cute]'; "
+                "see forge doctor")
+    return ""
 
 
 def _create(target: Path, settings: Any, out: Path | None, language: str | None = None) -> Path:
