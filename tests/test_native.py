@@ -319,3 +319,11 @@ def test_a_language_whose_compiler_is_missing_stops_before_a_run_dir(tmp_path):
                  "--out", str(tmp_path / "run"), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "language cuda: nvcc is not on PATH" in out.stderr and not (tmp_path / "run").exists()
+
+
+def test_prose_about_cuda_is_not_a_cuda_source(tmp_path):
+    text = ('"""A Triton kernel; a __global__ void kernel in CUDA would do the same."""\n'
+            'NOTE = "no __global__ functions here"\n'
+            'def run(x):\n    """Unlike a __global__ void f(float*) kernel, this is Python."""\n    return x\n')
+    cand = _candidate(tmp_path, text)
+    assert sources.cuda_sources(cand) == [] and sources.language_of(cand) == "triton"

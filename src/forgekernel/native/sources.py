@@ -15,7 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-GLOBAL_FN = re.compile(r"__global__\s")
+GLOBAL_FN = re.compile(r"__global__\s+void\b")
+"""A kernel definition (a ``__global__`` function returns void); prose that mentions
+``__global__`` is not CUDA."""
 SAFE_FLAG = re.compile(r"^-{1,2}[A-Za-z][\w.,=+-]*$")
 """A compiler flag taken over from the candidate: one token, no paths (``-I/home/...`` or
 ``--include-path``-style values with slashes are dropped)."""
@@ -74,7 +76,12 @@ def _embedded(text: str, rel: str) -> list[CudaSource]:
     flags = _cflags(tree)
     stem = rel.replace("/", "_").replace(".", "_")
     out = []
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
     for node in ast.walk(tree):
+        if id(node) in docs:
+            continue
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and GLOBAL_FN.search(node.value):
             out.append(CudaSource(f"{stem}_L{node.lineno}.cu", node.value, rel, node.lineno, flags))
     return sorted(out, key=lambda s: s.first_line)
