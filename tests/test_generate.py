@@ -341,3 +341,56 @@ def test_a_large_average_pool_is_a_convolution_of_forges_own(tmp_path):
     (work / "kernel.py").write_text(gen.text)
     verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
     assert verdict.passed, verdict.feedback
+
+
+MAX_POOL_1D = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, kernel_size, stride, padding, dilation):
+        super().__init__()
+        self.maxpool = nn.MaxPool1d(kernel_size=kernel_size, stride=stride, padding=padding,
+                                    dilation=dilation)
+
+    def forward(self, x):
+        return self.maxpool(x)
+
+
+batch_size = 2
+features = 3
+sequence_length = 40
+kernel_size = 4
+stride = 1
+padding = 2
+dilation = 3
+
+
+def get_inputs():
+    return [torch.rand(batch_size, features, sequence_length)]
+
+
+def get_init_inputs():
+    return [kernel_size, stride, padding, dilation]
+'''
+
+
+def test_a_max_pool_1d_keeps_its_length_symbolic(tmp_path):
+    """ATen's max_pool1d checks its input with plain ints, which fixed the sequence length at
+    the example's in the generated kernel (KernelBench L1 41: 'expected (16, 24, 64)'); traced
+    as the pooling with indices it stays symbolic and serves every workload."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "mp.py").write_text(MAX_POOL_1D)
+    task = load_task(convert(tmp_path / "mp.py", tmp_path / "task"))
+    lengths = {w.axes["sequence_length"] for w in task.workloads}
+    assert len(lengths) > 1
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback

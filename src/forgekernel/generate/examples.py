@@ -153,7 +153,10 @@ def shape_free(model: Any) -> None:
     the input instead keeps them symbolic (the parameters and their names are unchanged).
     ``nn.GroupNorm`` passes ``num_groups`` to an ATen op that takes a plain int, which fixes
     it at the example's value; the same statistics written out keep it symbolic (a task
-    whose groups follow its channels has another count at every workload)."""
+    whose groups follow its channels has another count at every workload). ``nn.MaxPool1d``
+    without indices goes through an ATen composite that checks its input with plain ints
+    (the sequence length is fixed at the example's); the same pooling asked for with indices
+    (which are then dropped) stays symbolic."""
     import torch
 
     for module in model.modules() if isinstance(model, torch.nn.Module) else ():
@@ -161,6 +164,17 @@ def shape_free(model: Any) -> None:
             module.forward = _layer_norm_forward(module)
         elif type(module) is torch.nn.GroupNorm:
             module.forward = _group_norm_forward(module)
+        elif type(module) is torch.nn.MaxPool1d and not module.return_indices:
+            module.forward = _max_pool1d_forward(module)
+
+
+def _max_pool1d_forward(module: Any) -> Callable[..., Any]:
+    import torch.nn.functional as F
+
+    def forward(x: Any) -> Any:
+        return F.max_pool1d(x, module.kernel_size, module.stride, module.padding, module.dilation,
+                            ceil_mode=module.ceil_mode, return_indices=True)[0]
+    return forward
 
 
 def _group_norm_forward(module: Any) -> Callable[..., Any]:
