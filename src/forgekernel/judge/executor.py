@@ -148,7 +148,8 @@ class Executor:
         stream = torch.cuda.current_stream() if self.device == "cuda" else None
         start = time.perf_counter()
         watching = observe.watching(self.interpret) if msg.get("observe", True) else _unwatched()
-        with watching as seen:
+        filled = guards.filled_empties(self.device == "cpu" and msg.get("poison") is not None)
+        with watching as seen, filled:
             out = fn(*args)
             if self.device == "cuda":
                 torch.cuda.synchronize()

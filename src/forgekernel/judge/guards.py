@@ -7,6 +7,10 @@
 * :func:`mutated_inputs`: inputs whose bits changed during a call.
 * :func:`poison`: fills the allocator's free blocks (sized like the outputs) with a byte
   pattern, so output elements a candidate never writes show up (NaN or a huge value).
+* :func:`filled_empties`: on the CPU, fresh tensors (``torch.empty``) filled with NaN (or the
+  largest integer) for the call: freed memory the allocator hands out again cannot be
+  poisoned reliably there (malloc's small-size bins), so uninitialised reads are made visible
+  where they happen.
 * :func:`silenced`: sends fds 1 and 2 to /dev/null (hidden workloads stay unprintable).
 * :class:`PersistingL2`: resets the persisting-L2 lines between timed calls and notices a
   changed persisting-L2 limit or stream access-policy window (through the CUDA runtime).
@@ -153,6 +157,27 @@ def poison(sizes: list[int], device: str, pattern: int) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
     del blocks
+
+
+@contextlib.contextmanager
+def filled_empties(active: bool = True) -> Iterator[None]:
+    """PyTorch's deterministic mode (warnings only) with ``fill_uninitialized_memory`` for the
+    block, then the previous settings again."""
+    if not active:
+        yield
+        return
+    import torch
+    import torch.utils.deterministic as det
+
+    was = (torch.are_deterministic_algorithms_enabled(),
+           torch.is_deterministic_algorithms_warn_only_enabled(), det.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    det.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        det.fill_uninitialized_memory = was[2]
 
 
 @contextlib.contextmanager
