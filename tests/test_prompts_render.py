@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forgekernel.agents import prompting
+from forgekernel.agents import kernel_names, prompting
 from forgekernel.records import AgentCost, Attempt, KernelStat, Profile, Status, Verdict
 from forgekernel.run import agent_views as views
 from forgekernel.run import rundir
@@ -156,20 +156,20 @@ def test_sizes_script_writes_json(tmp_path, capsys):
 
 def test_short_kernel_names():
     names = [k["name"] for k in ps._json("reference_gpu.json")["profiles"][0]["kernels"]]
-    short = [prompting.short_kernel_name(n) for n in names]
+    short = [kernel_names.short_kernel_name(n) for n in names]
     assert short == ["mul (elementwise)", "direct_copy (unrolled_elementwise)", "mul (elementwise)",
                      "pow_tensor_scalar (vectorized_elementwise)", "mean (reduce)",
                      "bfloat16_copy (vectorized_elementwise)", "add (vectorized_elementwise)",
                      "rsqrt (vectorized_elementwise)"]
-    assert all(len(s) <= prompting.KERNEL_NAME_CHARS for s in short)
-    assert prompting.short_kernel_name("aten::mean") == "mean"
-    assert prompting.short_kernel_name("_rownorm_row") == "_rownorm_row"
+    assert all(len(s) <= kernel_names.KERNEL_NAME_CHARS for s in short)
+    assert kernel_names.short_kernel_name("aten::mean") == "mean"
+    assert kernel_names.short_kernel_name("_rownorm_row") == "_rownorm_row"
     softmax = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float, "
                "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)")
-    assert prompting.short_kernel_name(softmax) == "cunn_SoftMaxForward"
+    assert kernel_names.short_kernel_name(softmax) == "cunn_SoftMaxForward"
     long = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute"
-    got = prompting.short_kernel_name(long)
-    assert len(got) == prompting.KERNEL_NAME_CHARS and got.endswith("...") and got.startswith("sm90_xmma_gemm")
+    got = kernel_names.short_kernel_name(long)
+    assert len(got) == kernel_names.KERNEL_NAME_CHARS and got.endswith("...") and got.startswith("sm90_xmma_gemm")
 
 
 def test_kernels_line_keeps_six_largest():
