@@ -55,7 +55,7 @@ def compile_cute(task_dir: Path, kernel: Path, *, timeout_s: float = 300,
         tool = f"nvidia-cutlass-dsl {reply.get('version') or '?'}"
         cubins = sorted(dump.glob("*.cubin"))
         if not cubins:
-            errors = tuple(reply.get("errors") or ()) or (_last_line(err) or "the DSL compiled nothing",)
+            errors = tuple(reply.get("errors") or ()) or (nvcc.last_line(err) or "the DSL compiled nothing",)
             return CudaBuild(kernel.name, "sm_90a", False, errors=errors, tool=tool, seconds=seconds)
         kernels = tuple(k for cubin in cubins for k in _facts(cubin))
     return CudaBuild(kernel.name, "sm_90a", True, kernels=kernels, tool=tool, seconds=seconds)
@@ -87,8 +87,3 @@ def _reply(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _last_line(text: str) -> str:
-    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else ""

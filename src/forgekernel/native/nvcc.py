@@ -148,7 +148,7 @@ def compile_cuda(src: CudaSource, *, arch: int = 90, timeout_s: float = 600,
                           seconds=seconds)
     else:
         build = CudaBuild(where, target, False, errors=tuple(parse_errors(output, src)) or
-                          (_last_line(output),), tool=tool, seconds=seconds)
+                          (last_line(output),), tool=tool, seconds=seconds)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(build.to_json()))
@@ -374,11 +374,12 @@ def cuobjdump(args: list[str]) -> str:
     proc = subprocess.run([find_cuobjdump(), *args], capture_output=True, text=True, timeout=300,
                           check=False)
     if proc.returncode != 0:
-        raise NativeError(f"cuobjdump failed: {_last_line(proc.stderr)}")
+        raise NativeError(f"cuobjdump failed: {last_line(proc.stderr)}")
     return proc.stdout + proc.stderr
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
+    """The last non-blank line of a tool's output (300 characters at most)."""
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else "(no output)"
 

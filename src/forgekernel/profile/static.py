@@ -164,13 +164,8 @@ def cute_static(task: TaskSpec, kernel: Path, inside: bool = False) -> StaticRep
 def _run_tool(cmd: list[str]) -> str:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
-        raise StaticError(f"{Path(cmd[0]).name} failed: {_last_line(proc.stderr)}")
+        raise StaticError(f"{Path(cmd[0]).name} failed: {nvcc.last_line(proc.stderr)}")
     return proc.stdout + proc.stderr
-
-
-def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "(no output)"
 
 
 def triton_static(task: TaskSpec, kernel: Path, workloads: tuple[Workload, ...], *,
