@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fetch the CuTe DSL wheels for the lent GPU machine (no package registry there) and split
-# them into two carry folders, each well under one device call's 64 MiB:
+# Fetch the CuTe DSL wheels for the lent GPU machine (no package registry there); the 92 MB
+# libs wheel is packed with xz (about 61 MiB) and split, so that each of two carry folders
+# plus the working tree stays well under one device call's 64 MiB:
 #   bash scripts/cute_wheels.sh            # here, with PyPI: fills .cute_a/ and .cute_b/
 #   device call 1: carry [".whl", ".cute_a"]   (any command; the folder stays on the warm machine)
 #   device call 2: carry [".cute_b"], command: bash scripts/cute_wheels.sh install && ...
@@ -12,8 +13,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "install" ]; then
   mkdir -p /tmp/cute_whl
   cp .cute_a/*.whl .cute_b/*.whl /tmp/cute_whl/ 2>/dev/null || true
-  for name in $(ls .cute_a .cute_b | sed -n 's/\.part-a[a-z]$//p' | sort -u); do
-    cat .cute_a/"$name".part-* .cute_b/"$name".part-* > /tmp/cute_whl/"$name"
+  for name in $(ls .cute_a .cute_b | sed -n 's/\.xz\.part-a[a-z]$//p' | sort -u); do
+    cat .cute_a/"$name".xz.part-* .cute_b/"$name".xz.part-* | xz -d > /tmp/cute_whl/"$name"
   done
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/cute_whl/*.whl
   # its .pth file (not read from PYTHONPATH) adds dsl_packages to sys.path: do it by hand
@@ -30,8 +31,11 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_T
 for whl in .cute_dl/*.whl; do
   name=$(basename "$whl")
   if [ "$(stat -c %s "$whl")" -gt $((40 * 1024 * 1024)) ]; then
-    split -b 45M "$whl" ".cute_dl/$name.part-"
-    mv ".cute_dl/$name.part-aa" .cute_a/ && mv .cute_dl/"$name".part-* .cute_b/
+    xz -9 -T0 -c "$whl" > ".cute_dl/$name.xz"
+    split -n 2 ".cute_dl/$name.xz" ".cute_dl/$name.xz.part-"
+    mv ".cute_dl/$name.xz.part-aa" .cute_a/ && mv .cute_dl/"$name".xz.part-* .cute_b/
+  elif [ "$(stat -c %s "$whl")" -gt $((4 * 1024 * 1024)) ]; then
+    mv "$whl" .cute_b/  # cuda-bindings: evens the two folders out
   else
     mv "$whl" .cute_a/
   fi

@@ -37,6 +37,30 @@ def test_forge_task_inputs_are_drawn_from_the_specs_as_before():
     assert all(t.device.type == "meta" for t in meta.inputs)
 
 
+@pytest.mark.parametrize("name", ["rmsnorm", "cross_entropy", "rope"])
+def test_inputs_into_writes_in_place_the_values_of_the_same_seed(name, batchnorm):
+    """A timing pool refilled in place holds exactly what a fresh draw of that seed gives
+    (the verifier re-derives a timed call's inputs from its seed to check its output)."""
+    task = load_task(REPO / "tasks" / name)
+    module = check_reference_module(task)
+    wl = task.smoke_workloads()[0]
+    fresh = instance.inputs_at(task, module, wl, seed=11)
+    views = [torch.full_like(t, 7) for t in fresh]
+    storages = [v.data_ptr() for v in views]
+    instance.inputs_into(task, module, wl, 11, views, "cpu")
+    assert [v.data_ptr() for v in views] == storages
+    assert all(torch.equal(a, b) for a, b in zip(views, fresh, strict=True))
+    instance.inputs_into(task, module, wl, 12, views, "cpu")
+    assert not all(torch.equal(a, b) for a, b in zip(views, fresh, strict=True))
+    bn_task, bn_module = batchnorm  # get_inputs(): copied from a fresh set of that seed
+    bn_wl = bn_task.workloads[0]
+    at = instance.module_at(bn_task, bn_module, dict(bn_wl.axes))
+    want = instance.inputs_at(bn_task, at, bn_wl, seed=3)
+    got = [torch.zeros_like(t) for t in want]
+    instance.inputs_into(bn_task, at, bn_wl, 3, got, "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+
+
 def test_model_at_the_init_seed_params_then_buffers(batchnorm):
     task, module = batchnorm
     wl = task.smoke_workloads()[0]

@@ -190,6 +190,21 @@ def inputs_at(task: TaskSpec, module: ModuleType, workload: Workload, *, seed: i
     return [inp.draw(spec, shape_of(spec, workload.axes), gen, device) for spec in task.inputs.values()]
 
 
+def inputs_into(task: TaskSpec, module: ModuleType, workload: Workload, seed: int,
+                views: list[Any], device: str) -> None:
+    """The values ``inputs_at(..., seed=seed)`` gives, written into ``views`` (tensors of the
+    same shapes and dtypes) in place: drawn straight into them when they come from the specs,
+    copied from a fresh set otherwise (get_inputs, make_inputs)."""
+    from forgekernel.judge import inputs as inp
+
+    if kernelbench(task) or getattr(module, "make_inputs", None) is not None:
+        inp.refill(views, inputs_at(task, module, workload, seed=seed, device=device))
+        return
+    gen = inp.generator(seed, device)
+    for spec, view in zip(task.inputs.values(), views, strict=True):
+        inp.draw_into(spec, view, gen)
+
+
 def build(task: TaskSpec, module: ModuleType, workload: Workload, *, device: str = "cpu",
           seed: int | None = None, init_seed: int = 0, meta: bool = False) -> Instance:
     """The task at ``workload``: model (KernelBench), parameters and inputs.

@@ -36,9 +36,13 @@ class Spent:
         try:
             yield
         finally:
-            entry = self.totals.setdefault(name, [0, 0.0])
-            entry[0] += 1
-            entry[1] += time.perf_counter() - start
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        """Count ``seconds`` of work measured elsewhere under ``name``."""
+        entry = self.totals.setdefault(name, [0, 0.0])
+        entry[0] += 1
+        entry[1] += seconds
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {k: {"n": int(n), "s": round(s, 3)} for k, (n, s) in sorted(self.totals.items())}

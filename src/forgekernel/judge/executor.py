@@ -137,12 +137,15 @@ class Executor:
 
         from forgekernel.judge import guards, observe, wire
 
-        pool = self._pool(msg["pool"]) if "pool" in msg else None
-        args = self._args(msg["inputs"], pool)
-        if msg.get("reuse"):
-            args = self._reused(str(msg.get("key", "")), args)
-        if msg.get("poison") is not None:
-            guards.poison(list(msg.get("poison_sizes", [])), self.device, int(msg["poison"]))
+        took = _Took()
+        with took("args"):
+            pool = self._pool(msg["pool"]) if "pool" in msg else None
+            args = self._args(msg["inputs"], pool)
+            if msg.get("reuse"):
+                args = self._reused(str(msg.get("key", "")), args)
+        with took("poison"):
+            if msg.get("poison") is not None:
+                guards.poison(list(msg.get("poison_sizes", [])), self.device, int(msg["poison"]))
         fn = self.callable(msg)
         before = guards.thread_ids()
         stream = torch.cuda.current_stream() if self.device == "cuda" else None
@@ -154,18 +157,21 @@ class Executor:
             if self.device == "cuda":
                 torch.cuda.synchronize()
         host_ms = (time.perf_counter() - start) * 1e3
-        facts = self.integrity(before, stream)
+        took.seconds["run"] = host_ms / 1e3
+        with took("integrity"):
+            facts = self.integrity(before, stream)
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         prefix = str(msg.get("prefix", "out"))
-        observed = observe.summary(seen, args, outs, self.own) if msg.get("observe", True) else {}
-        if pool is not None:
-            return {"outputs": self._place(outs, pool, msg.get("outputs_to") or []),
-                    "observed": observed, "host_ms": host_ms, **facts}
-        reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix),
-                 "observed": observed, "host_ms": host_ms, **facts}
-        if msg.get("return_inputs"):
-            reply["inputs"] = wire.put_all(args, self.scratch, prefix + "_in")
-        return reply
+        with took("observed"):
+            observed = observe.summary(seen, args, outs, self.own) if msg.get("observe", True) else {}
+        with took("outputs"):
+            if pool is not None:
+                reply = {"outputs": self._place(outs, pool, msg.get("outputs_to") or [])}
+            else:
+                reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix)}
+                if msg.get("return_inputs"):
+                    reply["inputs"] = wire.put_all(args, self.scratch, prefix + "_in")
+        return {**reply, "observed": observed, "host_ms": host_ms, "took": took.seconds, **facts}
 
     def _pool(self, desc: dict[str, Any]) -> Any:
         """The verifier's pool, opened once per handle."""
@@ -306,6 +312,22 @@ def _unwatched() -> Iterator[Any]:
     from forgekernel.judge.observe import Seen
 
     yield Seen()
+
+
+class _Took:
+    """Seconds per step of one request, by the executor's clock (``took`` in the reply: where
+    a call's time goes, reported as data; no verdict reads it)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = time.perf_counter() - start
 
 
 def interpret_flag(argv: list[str]) -> bool:

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import wire
+from forgekernel.judge import kernel_cache, wire
+from forgekernel.sandbox.spec import SCRATCH_DIRS
 
 OUTPUT_CAP = 4 * 1024 * 1024
 """Bytes of executor stdout+stderr before it counts as a flood."""
 _TAIL = 16 * 1024
+TRITON_CACHE = SCRATCH_DIRS["TRITON_CACHE_DIR"]
+"""The executor's TRITON_CACHE_DIR under its scratch directory (the sandbox sets it there)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class ExecutorClient:
         self._tmp = tempfile.TemporaryDirectory(prefix="forge-exec-")
         self.scratch = Path(self._tmp.name)
         os.chmod(self.scratch, 0o777)
+        self.cache_key = kernel_cache.key(spec.candidate_dir)  # its own kernels, compiled before
+        self.cache_restored = kernel_cache.restore(self.cache_key, self.scratch / TRITON_CACHE)
         self.flooded = False
         self.sandbox_note = ""
         self._start()
@@ -104,7 +109,7 @@ class ExecutorClient:
         if not self.spec.sandbox:
             self.sandbox_note = "none (--unsafe-no-sandbox)"
             return {"args": sandbox.python_argv("forgekernel.judge.executor", argv),
-                    "env": env,
+                    "env": {**env, "TRITON_CACHE_DIR": str(self.scratch / TRITON_CACHE)},
                     "cwd": str(self.scratch)}
         mech = sandbox.detect()
         if mech is None:
@@ -139,6 +144,7 @@ class ExecutorClient:
                 os.close(fd)
         for d in self.drains:
             d.join(timeout=5)
+        kernel_cache.keep(self.cache_key, self.scratch / TRITON_CACHE)
         self._tmp.cleanup()
 
     def tail(self) -> str:

@@ -123,9 +123,7 @@ def _refresh(session: Any, wl: Any, views: list[list[Any]], seeds: list[int]) ->
 
     with session.spent("refresh"):
         for j, seed in enumerate(seeds):
-            for view, value in zip(views[j], session.problem.make(wl, seed), strict=True):
-                if isinstance(view, torch.Tensor):
-                    view.copy_(value)
+            session.problem.fill(wl, seed, views[j])
         torch.cuda.synchronize()
 
 
@@ -177,7 +175,7 @@ def _refresh_local(problem: Any, wl: Any, sets: list[list[Any]]) -> None:
     import torch
 
     for args in sets:
-        inp.refill(args, problem.make(wl, inp.secret_seed()))
+        problem.fill(wl, inp.secret_seed(), args)
     torch.cuda.synchronize()
 
 

@@ -109,23 +109,30 @@ def draw(spec: TensorSpec, shape: tuple[int, ...], gen: Any, device: str) -> Any
     """A tensor of ``shape`` with values from ``spec.dist`` (fresh from ``gen``)."""
     import torch
 
-    dist, dtype = spec.dist, torch_dtype(spec.dtype)
+    return draw_into(spec, torch.empty(shape, dtype=torch_dtype(spec.dtype), device=device), gen)
+
+
+def draw_into(spec: TensorSpec, out: Any, gen: Any) -> Any:
+    """``out`` filled in place with values from ``spec.dist`` (fresh from ``gen``); returns it.
+    :func:`draw` is this on a new tensor, so both give the same values for one seed."""
+    import torch
+
+    dist = spec.dist
     if dist.kind == "custom":
         raise ValueError(f"a 'custom' dist ({dist.note}) cannot be drawn from the spec; the "
                          "reference's make_inputs makes these values")
     if spec.dtype == "bool":
-        return torch.randint(0, 2, shape, generator=gen, device=device).to(torch.bool)
+        return out.copy_(torch.randint(0, 2, out.shape, generator=gen, device=out.device).to(torch.bool))
     if spec.dtype not in FLOAT_DTYPES or dist.kind == "randint":
         low = int(dist.low) if dist.low is not None else 0
         high = int(dist.high) if dist.high is not None else 128
-        return torch.randint(low, high, shape, generator=gen, device=device, dtype=torch.int64).to(dtype)
+        return out.copy_(torch.randint(low, high, out.shape, generator=gen, device=out.device,
+                                       dtype=torch.int64))
     if dist.kind == "normal":
-        t = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-        return (t * dist.std + dist.mean).to(dtype)
+        return out.normal_(float(dist.mean), float(dist.std), generator=gen)
     low = dist.low if dist.low is not None else (0.5 if dist.kind == "positive" else 0.0)
     high = dist.high if dist.high is not None else (1.5 if dist.kind == "positive" else 1.0)
-    t = torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
-    return (t * (high - low) + low).to(dtype)
+    return out.uniform_(float(low), float(high), generator=gen)
 
 
 def secret_seed() -> int:

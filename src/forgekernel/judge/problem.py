@@ -85,6 +85,10 @@ class Problem:
         """Fresh inputs for ``wl`` from ``seed``, on the device."""
         return inst.inputs_at(self.task, self.module_at(wl), wl, seed=seed, device=self.device)
 
+    def fill(self, wl: Workload, seed: int, views: list[Any]) -> None:
+        """``make(wl, seed)``'s values written into ``views`` in place (a timing pool's sets)."""
+        inst.inputs_into(self.task, self.module_at(wl), wl, seed, views, self.device)
+
     # -- reference
     def reference_callable(self, wl: Workload) -> Callable[..., Any]:
         """The reference at ``wl`` as a plain callable of the inputs (for timing)."""

@@ -152,6 +152,7 @@ class CandidateProcess:
         else:
             message.update(staged.message)
         reply = self._ask(message, timeout_s, phase="run", where=slot.label, hidden=slot.wl.hidden)
+        self._took(reply.get("took"))
         outs = self._outputs(reply.get("outputs"), slot, staged)
         after = None
         if return_inputs and staged is not None:
@@ -161,6 +162,15 @@ class CandidateProcess:
                      if "tensor" in d else a for d, a in zip(reply["inputs"], args, strict=True)]
         self._clean(prefix)
         return outs, reply.get("observed") or {}, after
+
+    def _took(self, took: Any) -> None:
+        """The executor's own account of a call's steps, summed as ``executor:<step>`` in
+        ``profile.spent`` (data on where time goes; nothing is judged by it)."""
+        if not isinstance(took, dict):
+            return
+        for name, seconds in list(took.items())[:8]:
+            if isinstance(name, str) and isinstance(seconds, (int, float)) and 0 <= seconds < 1e4:
+                self.session.spent.add(f"executor:{name[:16]}", float(seconds))
 
     def _stage(self, slot: Any, args: list[Any]) -> _Staged:
         """The call's inputs copied into the staging pool, and the slices its outputs go to."""

@@ -1,0 +1,109 @@
+"""A candidate's own Triton cache, kept between the verdicts of the same candidate.
+
+Every executor starts in a fresh scratch directory, so a candidate's Triton kernels compile
+again at every verdict (0.3-1 s per specialisation on the H200's host). The attempt and the
+confirmation of one candidate, or ``forge judge`` run twice on one file, compile the same
+kernels. This module keeps what the executor's ``TRITON_CACHE_DIR`` held at the end of a
+verdict under a key made of the candidate's own files, and puts it back into the next
+executor of *that same candidate* before it starts. It is never shared between candidates:
+another candidate's files give another key, so nothing one candidate writes can reach the
+kernels of another (which a shared cache would allow). Only regular files are kept (no
+links), under relative names, at most ``CAP_BYTES`` in all (more: nothing is kept); the
+store holds the ``KEEP`` most recent candidates. The host never runs or parses what it
+copies; only the candidate's own sandboxed executor reads it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+CAP_BYTES = 256 * 1024 * 1024
+KEEP = 64
+_SOURCE_CAP = 64 * 1024 * 1024
+
+
+def store() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "forgekernel" / "triton"
+
+
+def key(candidate_dir: Path) -> str | None:
+    """The hash of the candidate's files (names and bytes); None when they are too large to
+    hash cheaply (then nothing is kept)."""
+    digest, total = hashlib.sha256(), 0
+    for path in sorted(p for p in Path(candidate_dir).rglob("*") if p.is_file() and not p.is_symlink()
+                       and "__pycache__" not in p.parts):
+        total += path.stat().st_size
+        if total > _SOURCE_CAP:
+            return None
+        digest.update(str(path.relative_to(candidate_dir)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _files(root: Path) -> list[Path] | None:
+    """Regular files under ``root`` (None when over the cap)."""
+    out, total = [], 0
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file():
+                continue
+            total += path.stat().st_size
+            if total > CAP_BYTES:
+                return None
+            out.append(path)
+    return out
+
+
+def restore(cache_key: str | None, into: Path) -> int:
+    """Copy the kept cache of ``cache_key`` into ``into``; the number of files copied."""
+    if cache_key is None:
+        return 0
+    src = store() / cache_key
+    files = _files(src) if src.is_dir() else None
+    if not files:
+        return 0
+    for path in files:
+        dst = into / path.relative_to(src)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dst)
+    os.utime(src)
+    return len(files)
+
+
+def keep(cache_key: str | None, frm: Path) -> int:
+    """Keep the regular files under ``frm`` for the next verdict of ``cache_key``; the number
+    kept (0 when there is nothing, too much, or the store cannot be written)."""
+    if cache_key is None or not frm.is_dir():
+        return 0
+    files = _files(frm)
+    if not files:
+        return 0
+    root = store()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".new-", dir=root))
+        for path in files:
+            dst = tmp / path.relative_to(frm)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dst)
+        final = root / cache_key
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+    except OSError:
+        return 0
+    _trim(root)
+    return len(files)
+
+
+def _trim(root: Path) -> None:
+    """Only the ``KEEP`` most recently used candidates stay."""
+    entries = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                     key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in entries[KEEP:]:
+        shutil.rmtree(old, ignore_errors=True)
