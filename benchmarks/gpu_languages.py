@@ -35,7 +35,7 @@ POINTS = {
 LANGUAGE = {"rownorm_row": "triton", "rownorm_cuda": "cuda", "rownorm_cute": "cute-dsl"}
 
 
-def render(out: Path) -> list[tuple[str, dict, Path]]:
+def render(out: Path, first: bool = False) -> list[tuple[str, dict, Path]]:
     from forgekernel import templates
     from forgekernel.agents import builtin_generated
     from forgekernel.task import load_task
@@ -48,7 +48,7 @@ def render(out: Path) -> list[tuple[str, dict, Path]]:
         task = load_task(REPO / "tasks" / "rmsnorm").model_copy(update={"language": LANGUAGE[name]})
         match = builtin_generated.resolve(task, (REPO / "tasks" / "rmsnorm" / "reference.py").read_text())
         tpl = templates.template(name)
-        for knobs in points:
+        for knobs in points[:1] if first else points:
             cfg = templates.complete(tpl, knobs)
             label = name + "".join(f"_{k.lower()}{v}" for k, v in sorted(knobs.items()))
             d = out / "kernels" / label
@@ -70,10 +70,12 @@ def main() -> int:
     ap.add_argument("--commit", default="")
     ap.add_argument("--delivery", default="local")
     ap.add_argument("--timeout", type=float, default=420)
+    ap.add_argument("--first", action="store_true", help="Only the first knob point of each structure.")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for label, knobs, d in render(args.out):
+    rows: list[dict] = []
+    compared = None
+    for label, knobs, d in render(args.out, args.first):
         start = time.monotonic()
         try:
             proc = forge("judge", "tasks/rmsnorm", str(d / "kernel.py"), "--delivery", args.delivery,
@@ -89,16 +91,22 @@ def main() -> int:
                               "reference_ms": w.get("reference_ms"), "passed": w.get("passed")}
                              for w in verdict.get("workloads", [])]}
         rows.append(row)
+        write(args, rows, compared)
         print(f"{label:36s} {row['status']!s:14s} {row['speedup'] or 0:8.3g}  {row['wall_s']:6.1f} s  "
               f"{row['reason'][:90]}", flush=True)
     passed = [str(args.out / "kernels" / r["kernel"] / "kernel.py") for r in rows if r["status"] == "PASSED"]
-    compared = None
     if passed and args.delivery != "cpu":
         proc = forge("compare", "tasks/rmsnorm", *passed, "--json", str(args.out / "compare_rmsnorm.json"),
                      "--plot", str(args.out / "compare_rmsnorm.png"), "--commit", args.commit,
                      timeout=args.timeout)
         compared = {"exit": proc.returncode, "tail": (proc.stdout + proc.stderr)[-3000:]}
         print(compared["tail"])
+    write(args, rows, compared)
+    return 0
+
+
+def write(args: argparse.Namespace, rows: list[dict], compared: dict | None) -> None:
+    """languages.json as it stands (after every verdict: a run cut short keeps what it did)."""
     env = {}
     try:
         import torch
@@ -116,7 +124,6 @@ def main() -> int:
               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": args.commit,
               "delivery": args.delivery, "env": env, "verdicts": rows, "compare": compared}
     (args.out / "languages.json").write_text(json.dumps(result, indent=1))
-    return 0
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
         payload = {"task": task.model_dump(mode="json"), "options": opts.model_dump(mode="json"),
                    "candidate_dir": str(staged), "kernel": str(staged / cand.KERNEL_FILE),
                    "perf_kernel": str(perf_dir / cand.KERNEL_FILE) if perf_dir else None,
-                   "own_kernels": checked.own_kernels}
+                   "own_kernels": checked.own_kernels,
+                   "native": _language(staged) != "triton"}
         (root / "cwd").mkdir()
         job = Job(module=WORKER, payload=payload, cwd=str(root / "cwd"),
                   timeout_s=opts.timeout_s or task.judge.timeout_s, output_cap_bytes=OUTPUT_CAP,
@@ -96,6 +97,12 @@ def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any],
 
 
 LANGUAGE_NAMES = {"cuda": "CUDA C++", "cute-dsl": "CuTe DSL"}
+
+
+def _language(staged: Path) -> str:
+    from forgekernel.native import sources
+
+    return sources.language_of(staged)
 
 
 def _native(task: TaskSpec, staged: Path, base: dict[str, Any],

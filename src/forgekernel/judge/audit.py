@@ -351,7 +351,7 @@ def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tu
     if bad:
         return "forbidden", f"the call used {bad}, which the task forbids"
     launches = [str(n) for n in obs.get("launches", [])]
-    if not any(own is None or n in own for n in launches):
+    if not any(own is None or is_own(n, own) for n in launches):
         shown = ", ".join(sorted(set(launches))[:5]) or "nothing"
         return "no_launch", (f"none of your kernels ran during the call (launched: {shown}); a "
                              "defined kernel must be launched and do the work")

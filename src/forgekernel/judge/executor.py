@@ -98,6 +98,7 @@ class Executor:
 
         kernel = Path(msg["kernel"])
         self.own = None if msg.get("any_kernel") else tuple(str(n) for n in msg.get("own", ()))
+        self.native = bool(msg.get("native")) and self.device == "cuda"
         self.candidate_dir = str(kernel.parent.resolve())
         if self.candidate_dir not in sys.path:
             sys.path.append(self.candidate_dir)
@@ -150,7 +151,8 @@ class Executor:
         before = guards.thread_ids()
         stream = torch.cuda.current_stream() if self.device == "cuda" else None
         start = time.perf_counter()
-        watching = observe.watching(self.interpret) if msg.get("observe", True) else _unwatched()
+        watching = (observe.watching(self.interpret, native=self.native) if msg.get("observe", True)
+                    else _unwatched())
         filled = guards.filled_empties(self.device == "cpu" and msg.get("poison") is not None)
         with watching as seen, filled:
             out = fn(*args)

@@ -24,8 +24,9 @@ from forgekernel.sandbox.spec import SCRATCH_DIRS
 OUTPUT_CAP = 4 * 1024 * 1024
 """Bytes of executor stdout+stderr before it counts as a flood."""
 _TAIL = 16 * 1024
-TRITON_CACHE = SCRATCH_DIRS["TRITON_CACHE_DIR"]
-"""The executor's TRITON_CACHE_DIR under its scratch directory (the sandbox sets it there)."""
+CACHE = SCRATCH_DIRS["XDG_CACHE_HOME"]
+"""The executor's cache directory under its scratch directory (the sandbox points
+XDG_CACHE_HOME there; TRITON_CACHE_DIR and torch's extension builds live inside it)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class ExecutorClient:
         self.scratch = Path(self._tmp.name)
         os.chmod(self.scratch, 0o777)
         self.cache_key = kernel_cache.key(spec.candidate_dir)  # its own kernels, compiled before
-        self.cache_restored = kernel_cache.restore(self.cache_key, self.scratch / TRITON_CACHE)
+        self.cache_restored = kernel_cache.restore(self.cache_key, self.scratch / CACHE)
         self.flooded = False
         self.sandbox_note = ""
         self._start()
@@ -109,7 +110,7 @@ class ExecutorClient:
         if not self.spec.sandbox:
             self.sandbox_note = "none (--unsafe-no-sandbox)"
             return {"args": sandbox.python_argv("forgekernel.judge.executor", argv),
-                    "env": {**env, "TRITON_CACHE_DIR": str(self.scratch / TRITON_CACHE)},
+                    "env": {**env, "TRITON_CACHE_DIR": str(self.scratch / CACHE)},
                     "cwd": str(self.scratch)}
         mech = sandbox.detect()
         if mech is None:
@@ -144,7 +145,7 @@ class ExecutorClient:
                 os.close(fd)
         for d in self.drains:
             d.join(timeout=5)
-        kernel_cache.keep(self.cache_key, self.scratch / TRITON_CACHE)
+        kernel_cache.keep(self.cache_key, self.scratch / CACHE)
         self._tmp.cleanup()
 
     def tail(self) -> str:

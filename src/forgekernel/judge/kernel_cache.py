@@ -1,11 +1,13 @@
-"""A candidate's own Triton cache, kept between the verdicts of the same candidate.
+"""A candidate's own build caches, kept between the verdicts of the same candidate.
 
 Every executor starts in a fresh scratch directory, so a candidate's Triton kernels compile
-again at every verdict (0.3-1 s per specialisation on the H200's host). The attempt and the
-confirmation of one candidate, or ``forge judge`` run twice on one file, compile the same
-kernels. This module keeps what the executor's ``TRITON_CACHE_DIR`` held at the end of a
-verdict under a key made of the candidate's own files, and puts it back into the next
-executor of *that same candidate* before it starts. It is never shared between candidates:
+again at every verdict, and a CUDA C++ candidate's ``load_inline`` extension builds again
+(60-90 s on the H200's host). The attempt and the confirmation of one candidate, or ``forge
+judge`` run twice on one file, build the same things. This module keeps what the executor's
+cache directory (``XDG_CACHE_HOME``: ``TRITON_CACHE_DIR`` and torch's extension builds
+inside it) held at the end of a verdict under a key made of the candidate's own files, and
+puts it back (file times kept, so build tools see nothing stale) into the next executor of
+*that same candidate* before it starts. It is never shared between candidates:
 another candidate's files give another key, so nothing one candidate writes can reach the
 kernels of another (which a shared cache would allow). Only regular files are kept (no
 links), under relative names, at most ``CAP_BYTES`` in all (more: nothing is kept); the
@@ -71,7 +73,7 @@ def restore(cache_key: str | None, into: Path) -> int:
     for path in files:
         dst = into / path.relative_to(src)
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dst)
+        shutil.copy2(path, dst)
     os.utime(src)
     return len(files)
 
@@ -91,7 +93,7 @@ def keep(cache_key: str | None, frm: Path) -> int:
         for path in files:
             dst = tmp / path.relative_to(frm)
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, dst)
+            shutil.copy2(path, dst)
         final = root / cache_key
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)

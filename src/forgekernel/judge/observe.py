@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from forgekernel.judge.audit import TRIVIAL_CALLS, call_name, op_key
+from forgekernel.judge.audit import TRIVIAL_CALLS, call_name, is_own, op_key
 
 
 @dataclass
@@ -181,11 +181,36 @@ def _compiled(seen: Seen) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def watching(interpret: bool) -> Iterator[Seen]:
-    """Observe the block: eager torch calls and Triton launches (see the module docstring)."""
+def _device_kernels(seen: Seen) -> Iterator[None]:
+    """Every CUDA kernel that ran in the block, by the profiler's device activity (CUPTI):
+    how a CUDA C++ or CuTe DSL candidate's launches are seen, by what ran, whatever
+    launched them. Such a launch's arguments are not visible from Python: it is recorded
+    with ``args`` None, read as the call's own inputs and outputs (the other rules still
+    apply: eager compute, host synchronisation in timed calls, the answers themselves)."""
+    from forgekernel.profile.launches import _profiler
+
+    prof = _profiler(cuda=True)
+    with prof:
+        yield
+    from torch.autograd import DeviceType
+
+    for ev in prof.function_events:
+        if ev.device_type == DeviceType.CUDA and not _is_copy(ev.name):
+            seen.launches.append({"name": ev.name, "args": None})
+
+
+def _is_copy(name: str) -> bool:
+    return name.startswith(("Memcpy", "Memset")) or name.lower().startswith(("memcpy", "memset"))
+
+
+@contextlib.contextmanager
+def watching(interpret: bool, native: bool = False) -> Iterator[Seen]:
+    """Observe the block: eager torch calls and Triton launches (see the module docstring);
+    ``native``: also every CUDA kernel that ran (a CUDA C++ or CuTe DSL candidate on a GPU)."""
     seen = Seen()
     hook = _interpreter if interpret else _compiled
-    with hook(seen), _eager(seen):
+    device = _device_kernels(seen) if native else contextlib.nullcontext()
+    with device, hook(seen), _eager(seen):
         yield seen
 
 
@@ -196,8 +221,9 @@ def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...],
     they wrote (directly, or through data movement: a cast, a copy, a view)."""
     import torch
 
-    mine = [launch for launch in seen.launches if own is None or launch["name"] in own]
-    touched = set().union(*(launch["args"] for launch in mine)) if mine else set()
+    mine = [launch for launch in seen.launches if own is None or is_own(launch["name"], list(own))]
+    whole = storages(list(inputs)) | storages(list(outputs))  # a native launch: the call's tensors
+    touched = set().union(*(whole if launch["args"] is None else launch["args"] for launch in mine))
     reach = _reach(seen.flows, touched)
     by_loads = [launch for launch in mine if "loads" in launch]
     result: dict[str, Any] = {
@@ -206,8 +232,8 @@ def summary(seen: Seen, inputs: list[Any], outputs: tuple[Any, ...],
         "calls": sorted(set(seen.calls)),
         "outputs_written": [isinstance(o, torch.Tensor) and (o.numel() == 0 or
                             o.untyped_storage().data_ptr() in reach) for o in outputs],
-        "inputs_passed": [isinstance(a, torch.Tensor) and bool(storages(a) & _reach(seen.flows, storages(a))
-                                                             & touched) for a in inputs],
+        "inputs_passed": [isinstance(a, torch.Tensor) and bool(_reach(seen.flows, storages(a)) & touched)
+                          for a in inputs],
     }
     if by_loads:
         result["inputs_loaded"] = [_hit(a, by_loads, "loads", seen.flows) for a in inputs]

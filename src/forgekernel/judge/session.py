@@ -91,6 +91,7 @@ class Session:
         self.opts = JudgeOptions.model_validate(payload["options"])
         self.candidate_dir = str(Path(payload["candidate_dir"]).resolve())
         self.own_kernels: list[str] = list(payload.get("own_kernels", []))
+        self.native = bool(payload.get("native"))  # CUDA C++ or CuTe DSL: seen by the profiler
         self.library_kernels = self.task.policy.library_kernels or self.opts.library_kernels
         """Any Triton launch counts as the candidate's (an installed library's kernels too)."""
         self.cuda = delivery != "cpu" and torch.cuda.is_available()

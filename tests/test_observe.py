@@ -1,0 +1,55 @@
+"""judge.observe.summary: which inputs reach the candidate's own launches (GPU rule: by the
+storages its launches were passed, through data movement the calls made)."""
+
+from __future__ import annotations
+
+import torch
+
+from forgekernel.judge import observe
+
+
+def _launch(seen, name, *tensors):
+    seen.launches.append({"name": name, "args": observe.storages(list(tensors))})
+
+
+def test_an_input_copied_to_another_layout_before_the_launch_was_passed_to_it():
+    x, w = torch.randn(2, 3, 4, 4), torch.randn(3, 3)
+    with observe.watching(False) as seen:
+        xc = x.movedim(1, -1).contiguous().movedim(-1, 1)  # a channels-last copy of x
+        y = torch.empty(2, 3, 4, 4)
+    _launch(seen, "conv", xc, w, y)
+    facts = observe.summary(seen, [x, w], (y,), ("conv",))
+    assert facts["inputs_passed"] == [True, True]
+    assert facts["outputs_written"] == [True]
+
+
+def test_an_input_no_own_launch_reached_is_not_passed():
+    x, stale = torch.randn(8), torch.randn(8)
+    with observe.watching(False) as seen:
+        y = torch.empty(8)
+    _launch(seen, "copy_answer", stale, y)  # reads a tensor that does not come from x
+    _launch(seen, "not_mine", x)  # a launch of a kernel that is not the candidate's own
+    facts = observe.summary(seen, [x], (y,), ("copy_answer",))
+    assert facts["inputs_passed"] == [False]
+
+
+def test_a_native_launch_seen_by_the_profiler_counts_by_its_base_name_for_the_call_tensors():
+    """A CUDA C++ kernel's launch (name from the device activity, arguments unseen) is the
+    candidate's own by its ``__global__`` name and stands for the call's inputs and outputs;
+    another kernel (a library's) is not."""
+    from forgekernel.judge import audit
+
+    x = torch.randn(4, 8)
+    y = torch.empty(4, 8)
+    seen = observe.Seen()
+    seen.launches.append({"name": "void rmsnorm_fwd<256, 8>(c10::BFloat16 const*, float*, int)", "args": None})
+    facts = observe.summary(seen, [x], (y,), ("rmsnorm_fwd",))
+    assert facts["inputs_passed"] == [True] and facts["outputs_written"] == [True]
+    assert audit.observed_violation(facts, own=["rmsnorm_fwd"], forbid=(), ref_ops=set(),
+                                    interpret=False) is None
+    other = observe.Seen()
+    other.launches.append({"name": "void at::native::vectorized_elementwise_kernel<4>(int)", "args": None})
+    facts = observe.summary(other, [x], (y,), ("rmsnorm_fwd",))
+    assert facts["inputs_passed"] == [False]
+    kind, _ = audit.observed_violation(facts, own=["rmsnorm_fwd"], forbid=(), ref_ops=set(), interpret=False)
+    assert kind == "no_launch"
