@@ -148,3 +148,36 @@ def test_doctor_never_prints_secret_values():
     out = forge("doctor", env={"ANTHROPIC_API_KEY": secret})
     assert secret not in out.stdout + out.stderr
     assert "ANTHROPIC_API_KEY" in out.stdout
+
+
+def test_a_ctrl_c_while_the_command_exits_is_exit_130_without_a_traceback():
+    """A press that lands after main's own handlers, while the interpreter waits for a
+    thread at exit (as a run's judge threads can hold it), ends with 130, not SIGINT."""
+    import signal
+
+    code = ("import sys, threading, time\n"
+            "import forgekernel.cli as cli\n"
+            "def main():\n"
+            "    threading.Thread(target=time.sleep, args=(20,)).start()  # not a daemon\n"
+            "    print('returned', flush=True)\n"
+            "    return 0\n"
+            "cli.main = main\n"
+            "cli.entry()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "returned"
+    time.sleep(0.5)  # main has returned; the interpreter now waits for the thread
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err
+
+
+def test_a_ctrl_c_that_escapes_main_is_still_exit_130():
+    code = ("import forgekernel.cli as cli\n"
+            "def main():\n"
+            "    raise KeyboardInterrupt  # as a press landing inside main's own except clause would\n"
+            "cli.main = main\n"
+            "cli.entry()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 130 and "Traceback" not in out.stderr, (out.returncode, out.stderr)

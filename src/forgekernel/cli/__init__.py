@@ -7,10 +7,14 @@ stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import pkgutil
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 
@@ -96,5 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     return rc if isinstance(rc, int) else 0
 
 
+def entry() -> None:
+    """The ``forge`` command: :func:`main`, then exit with its code. A Ctrl-C that lands after
+    main's own handlers (while an error line is written, or while the interpreter waits for
+    threads at exit) ends the process with 130, never with a traceback or a death by SIGINT."""
+    try:
+        rc = main()
+    except KeyboardInterrupt:
+        rc = INTERRUPTED
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _exit_interrupted)
+    sys.exit(rc)
+
+
+def _exit_interrupted(signum: int, frame: object) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(INTERRUPTED)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -1,5 +1,3 @@
-import sys
+from forgekernel.cli import entry
 
-from forgekernel.cli import main
-
-sys.exit(main())
+entry()
