@@ -332,6 +332,19 @@ class _Took:
             self.seconds[name] = time.perf_counter() - start
 
 
+def stable_cache(cache: Path, link: Path) -> None:
+    """Point torch's extension builds at ``link`` (a link to ``cache``): a CUDA C++
+    candidate's ``load_inline`` build then names its files by one path at every verdict, so a
+    build kept for the same candidate (:mod:`forgekernel.judge.kernel_cache`) is up to date
+    for ninja; under the scratch directory's own random name every build.ninja differed."""
+    import os
+
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(cache, target_is_directory=True)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(link / "torch_extensions")
+
+
 def interpret_flag(argv: list[str]) -> bool:
     return len(argv) > 4 and argv[4] == "1"
 
@@ -383,7 +396,9 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD``."""
+    """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD
+    [STABLE]``: STABLE, a path of the sandbox's private /tmp that names the cache directory
+    the same way at every verdict (see :func:`stable_cache`)."""
     sys.dont_write_bytecode = True  # python -I ignores PYTHONDONTWRITEBYTECODE; nothing is written
     from forgekernel.judge.boot import Boot, warm_cuda
 
@@ -398,7 +413,9 @@ def main(argv: list[str]) -> None:
     with observe.watching(interpret_flag(argv)):  # the modes' own first use, before the snapshot
         torch.zeros(1) + 1
     mark("watching_s")
-    cmd_fd, res_fd, scratch, device, interpret, words_fd = argv
+    cmd_fd, res_fd, scratch, device, interpret, words_fd = argv[:6]
+    if len(argv) > 6 and argv[6]:
+        stable_cache(Path(scratch) / "cache", Path(argv[6]))
     if device == "cuda":
         warm_cuda()
         mark("cuda_s")

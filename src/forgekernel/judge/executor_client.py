@@ -24,6 +24,9 @@ from forgekernel.sandbox.spec import SCRATCH_DIRS
 OUTPUT_CAP = 4 * 1024 * 1024
 """Bytes of executor stdout+stderr before it counts as a flood."""
 _TAIL = 16 * 1024
+STABLE_CACHE = "/tmp/forge-cache"
+"""Inside the sandbox (its private /tmp): a link to the cache directory, one name at every
+verdict (torch extension builds name their files by it)."""
 CACHE = SCRATCH_DIRS["XDG_CACHE_HOME"]
 """The executor's cache directory under its scratch directory (the sandbox points
 XDG_CACHE_HOME there; TRITON_CACHE_DIR and torch's extension builds live inside it)."""
@@ -88,7 +91,8 @@ class ExecutorClient:
         self.words = gate.HostWords() if self.spec.device == "cuda" else None
         words_fd = self.words.fd if self.words is not None else -1
         argv = [str(cmd_r), str(res_w), str(self.scratch), self.spec.device,
-                "1" if self.spec.interpret else "0", str(words_fd)]
+                "1" if self.spec.interpret else "0", str(words_fd),
+                STABLE_CACHE if self.spec.sandbox else ""]  # the sandbox's /tmp is its own
         kwargs = self._launch(argv)
         fds = (cmd_r, res_w) + ((words_fd,) if words_fd >= 0 else ())
         self.proc = subprocess.Popen(**kwargs, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
