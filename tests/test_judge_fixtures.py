@@ -123,3 +123,14 @@ def test_cheats_fail_with_the_scan_off(path):
         assert CANNOT_REACH_WITHOUT_SCAN[path.name] in verdict.reason
         return
     assert verdict.status in (Status.REJECTED, Status.WRONG_VALUES), verdict.reason
+
+
+def test_a_kernel_that_reads_nothing_where_the_answer_ignores_the_inputs_passes():
+    """At N = 1 an exclusive cumsum is zeros whatever the input, and the kernel rightly reads
+    nothing there; the "none of your kernels read the inputs" rule holds only where the
+    reference's own answer depends on the input values (KernelBench L1 92 met this)."""
+    fixtures = ROOT / "tests" / "fixtures" / "tasks"
+    task = load_task(fixtures / "exclusive_cumsum")
+    verdict = judge(task, fixtures / "exclusive_cumsum_kernel", make_runner("cpu"),
+                    JudgeOptions(trials=2, timing=False, hidden=False, timeout_s=120))
+    assert verdict.status is Status.PASSED, verdict.reason

@@ -344,9 +344,12 @@ def roofline_floor(task: Any, workload: Any, outputs: list[tuple[tuple[int, ...]
 
 
 def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tuple[str, ...],
-                       ref_ops: set[str], interpret: bool) -> tuple[str, str] | None:
+                       ref_ops: set[str], interpret: bool,
+                       inputs_matter: bool = True) -> tuple[str, str] | None:
     """(kind, reason) of the first audit rule what the executor observed breaks, else None
-    (``own`` None: the task allows library kernels, so any Triton launch is the candidate's)."""
+    (``own`` None: the task allows library kernels, so any Triton launch is the candidate's;
+    ``inputs_matter`` False: the reference's answer at this workload does not depend on the
+    input values, so reading none of them is no fault)."""
     bad = _forbidden_calls([str(c) for c in obs.get("calls", [])], forbid)
     if bad:
         return "forbidden", f"the call used {bad}, which the task forbids"
@@ -364,7 +367,7 @@ def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tu
                                           "(it came from PyTorch code around them)")
     read = obs.get("inputs_loaded") if interpret else obs.get("inputs_passed")
     tensors = [r for r in (read or []) if r is not None]
-    if tensors and not any(tensors):
+    if inputs_matter and tensors and not any(tensors):
         return "inputs_not_read", ("none of your kernels read the inputs: a kernel that only copies "
                                    "an answer computed elsewhere is not the kernel")
     ops = {str(o) for o in obs.get("eager", [])}
