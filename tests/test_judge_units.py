@@ -470,7 +470,39 @@ def test_the_verifiers_result_is_read_as_one_record():
     assert WorkerResult.model_validate(sent).status is Status.WRONG_VALUES
     verdict = _from_job(JobResult(result=sent), base, 10.0)
     assert verdict.status is Status.WRONG_VALUES and verdict.workloads[0].axes == {"N": 4}
-    with pytest.raises(JudgeError, match="could not start: ValueError: bad"):
+    with pytest.raises(JudgeError, match="gave no verdict: ValueError: bad"):
         _from_job(JobResult(result={"versions": {}, "device": "", "judge_error": "ValueError: bad"}), base, 10.0)
     with pytest.raises(JudgeError, match="does not parse"):
         _from_job(JobResult(result={**sent, "surprise": 1}), base, 10.0)
+
+
+def test_the_verifier_running_out_of_device_memory_is_no_verdict_on_the_candidate():
+    """An OutOfMemoryError raised in the verifier (its copies at a huge workload: KernelBench
+    L1 ReLU at 4096 x 393216 on the H200) is the judge's limit: a judge_error naming the
+    largest workload, not the candidate's RUNTIME_ERROR."""
+    import types
+
+    import torch
+
+    from forgekernel.judge import worker
+
+    class Session:
+        phases: dict = {}
+        slots = [types.SimpleNamespace(wl=types.SimpleNamespace(axes={"M": 4, "N": 8}), label="M=4 x N=8"),
+                 types.SimpleNamespace(wl=types.SimpleNamespace(axes={"M": 4096, "N": 393216}),
+                                       label="M=4096 x N=393216")]
+        closed = False
+
+        def load(self):
+            pass
+
+        def correctness(self):
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB")
+
+        def close(self):
+            Session.closed = True
+
+    out = worker._judge(Session(), {}, {"versions": {}, "device": "cuda"})
+    assert "status" not in out and Session.closed
+    assert out["judge_error"].startswith("the verifier ran out of device memory (largest workload: "
+                                         "M=4096 x N=393216): CUDA out of memory")

@@ -156,7 +156,7 @@ def _from_job(res: JobResult, base: dict[str, Any], timeout_s: float) -> Verdict
         except ValidationError as exc:
             raise JudgeError(f"the verifier's result does not parse: {exc.errors()[0]['msg']}") from None
         if got.judge_error is not None or got.status is None:
-            raise JudgeError(f"the judge could not start: {got.judge_error or 'no status'}")
+            raise JudgeError(f"the judge gave no verdict: {got.judge_error or 'no status'}")
         return _from_result(got, got.status, base)
     tail = _tail(res)
     if res.timed_out:

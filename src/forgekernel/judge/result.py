@@ -12,7 +12,8 @@ from forgekernel.records import Status, WorkloadResult
 
 class WorkerResult(BaseModel):
     """What the verifier (``judge/worker.py``) sends back on its signed channel: either
-    ``judge_error`` (it could not start: no verdict on the candidate) or a status with its
+    ``judge_error`` (it could not start, or the verifier itself ran out of device memory: no
+    verdict on the candidate) or a status with its
     reason, details, per-workload results, profile and, when PASSED, the timings."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -126,12 +126,27 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     except Failure as failure:
         status, reason, details = failure.status, failure.reason, failure.details
     except Exception as exc:  # the verifier itself failed after the candidate was loaded
+        if type(exc).__name__ == "OutOfMemoryError":  # the judge's limit, not the candidate's fault
+            return {**base, "judge_error": out_of_memory(session, exc)}
         status = Status.RUNTIME_ERROR
         reason = f"the judgement failed after the candidate was loaded: {type(exc).__name__}: {exc}"
         details = {"kind": "judge", "phase": "unknown"}
     finally:
         session.close()
     return _result(session, status, reason, details, timed, base)
+
+
+def out_of_memory(session: Any, exc: Exception) -> str:
+    """One line: the verifier's copies at the task's largest workload do not fit the device."""
+    import math
+
+    biggest = max(session.slots, key=lambda s: math.prod(v for v in s.wl.axes.values() if isinstance(v, int)),
+                  default=None)
+    where = f" (largest workload: {biggest.label})" if biggest is not None else ""
+    first = str(exc).split(".")[0][:160]
+    return (f"the verifier ran out of device memory{where}: {first}. It keeps pristine inputs, a "
+            "float64 oracle and timing pools beside the candidate's buffers; judge this task at "
+            "smaller workloads on this device")
 
 
 def _result(session: Any, status: Any, reason: str, details: dict[str, Any],
