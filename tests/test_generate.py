@@ -171,24 +171,39 @@ def get_init_inputs():
 '''
 
 
+def _converted(tmp_path, source: str):
+    """The KernelBench problem ``source`` converted into a forge task."""
+    from forgekernel.kernelbench import convert
+    from forgekernel.task import load_task
+
+    (tmp_path / "problem.py").write_text(source)
+    return load_task(convert(tmp_path / "problem.py", tmp_path / "task"))
+
+
+def _generate_and_judge(task, tmp_path, check_text=None):
+    """The built-in agent's generated candidate for ``task``, judged on the CPU; it must pass
+    (``check_text``: what its source must show first)."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+
+    text = builtin_generated.generate(task).text
+    assert check_text is None or check_text(text)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "kernel.py").write_text(text)
+    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
+    assert verdict.passed, verdict.feedback
+    return verdict
+
+
 def test_generated_depthwise_conv_serves_every_channel_count(tmp_path):
     """A depthwise convolution's groups is the module's channel count: the lowering keeps it
     symbolic, so the candidate traced at the example workload (channels doubled) is correct
     at the smoke and hidden workloads, whose channel counts differ."""
-    from forgekernel.agents import builtin_generated
-    from forgekernel.delivery import make_runner
-    from forgekernel.judge import JudgeOptions, judge
-    from forgekernel.kernelbench import convert
-    from forgekernel.task import load_task
-
-    (tmp_path / "dw.py").write_text(DEPTHWISE)
-    task = load_task(convert(tmp_path / "dw.py", tmp_path / "task"))
+    task = _converted(tmp_path, DEPTHWISE)
     assert "in_channels" in {k for k, a in task.axes.items() if a.max is None}
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
-    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
-    assert verdict.passed, verdict.feedback
+    verdict = _generate_and_judge(task, tmp_path)
     channels = {w.axes["in_channels"] for w in verdict.workloads if not w.hidden}
     assert len(channels) > 1 or any(w.hidden for w in verdict.workloads)
 
@@ -226,20 +241,9 @@ def test_generated_group_norm_serves_every_group_count(tmp_path):
     """num_groups follows the channels (a workload with other channels has other groups):
     the lowering keeps it symbolic, where GroupNorm's ATen op would fix it at the example's
     count, so the candidate is correct at every visible and hidden workload."""
-    from forgekernel.agents import builtin_generated
-    from forgekernel.delivery import make_runner
-    from forgekernel.judge import JudgeOptions, judge
-    from forgekernel.kernelbench import convert
-    from forgekernel.task import load_task
-
-    (tmp_path / "gn.py").write_text(GROUPNORM)
-    task = load_task(convert(tmp_path / "gn.py", tmp_path / "task"))
+    task = _converted(tmp_path, GROUPNORM)
     assert task.axes["num_groups"].follows == "hidden_size"
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
-    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
-    assert verdict.passed, verdict.feedback
+    _generate_and_judge(task, tmp_path)
     groups = {w.axes["num_groups"] for w in task.workloads}
     assert len(groups) > 1, "the visible workloads have more than one group count"
 
@@ -273,21 +277,8 @@ def test_a_reduction_to_one_value_is_launched(tmp_path):
     """KernelBench's HingeLoss: Inductor's second kernel sums the partial results into one
     value and makes its ``xnumel`` (1) a constexpr; the wrapper passes it in the call like any
     size, and forge's launcher passes it on (it refused such kernels before)."""
-    from forgekernel.agents import builtin_generated
-    from forgekernel.delivery import make_runner
-    from forgekernel.judge import JudgeOptions, judge
-    from forgekernel.kernelbench import convert
-    from forgekernel.task import load_task
-
-    (tmp_path / "hinge.py").write_text(FULL_REDUCTION)
-    task = load_task(convert(tmp_path / "hinge.py", tmp_path / "task"))
-    gen = builtin_generated.generate(task)
-    assert "'xnumel': 'constexpr'" in gen.text  # the case this test is about
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "kernel.py").write_text(gen.text)
-    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
-    assert verdict.passed, verdict.feedback
+    _generate_and_judge(_converted(tmp_path, FULL_REDUCTION), tmp_path,
+                        lambda text: "'xnumel': 'constexpr'" in text)  # the case this test is about
 
 
 AVG_POOL_3D = '''import torch
@@ -326,21 +317,8 @@ def test_a_large_average_pool_is_a_convolution_of_forges_own(tmp_path):
     """Inductor hands a 27-element average-pooling window with a different stride to ATen;
     forge writes it as a depthwise convolution with a constant weight (its own Triton
     convolution), so the candidate passes the launch audit (KernelBench L1 46)."""
-    from forgekernel.agents import builtin_generated
-    from forgekernel.delivery import make_runner
-    from forgekernel.judge import JudgeOptions, judge
-    from forgekernel.kernelbench import convert
-    from forgekernel.task import load_task
-
-    (tmp_path / "pool.py").write_text(AVG_POOL_3D)
-    task = load_task(convert(tmp_path / "pool.py", tmp_path / "task"))
-    gen = builtin_generated.generate(task)
-    assert "torch.ops.aten.avg_pool3d" not in gen.text  # no ATen fallback left
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "kernel.py").write_text(gen.text)
-    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
-    assert verdict.passed, verdict.feedback
+    _generate_and_judge(_converted(tmp_path, AVG_POOL_3D), tmp_path,
+                        lambda text: "torch.ops.aten.avg_pool3d" not in text)  # no ATen fallback left
 
 
 MAX_POOL_1D = '''import torch
@@ -379,18 +357,6 @@ def test_a_max_pool_1d_keeps_its_length_symbolic(tmp_path):
     """ATen's max_pool1d checks its input with plain ints, which fixed the sequence length at
     the example's in the generated kernel (KernelBench L1 41: 'expected (16, 24, 64)'); traced
     as the pooling with indices it stays symbolic and serves every workload."""
-    from forgekernel.agents import builtin_generated
-    from forgekernel.delivery import make_runner
-    from forgekernel.judge import JudgeOptions, judge
-    from forgekernel.kernelbench import convert
-    from forgekernel.task import load_task
-
-    (tmp_path / "mp.py").write_text(MAX_POOL_1D)
-    task = load_task(convert(tmp_path / "mp.py", tmp_path / "task"))
-    lengths = {w.axes["sequence_length"] for w in task.workloads}
-    assert len(lengths) > 1
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "kernel.py").write_text(builtin_generated.generate(task).text)
-    verdict = judge(task, work, make_runner("cpu"), JudgeOptions(timing=False))
-    assert verdict.passed, verdict.feedback
+    task = _converted(tmp_path, MAX_POOL_1D)
+    assert len({w.axes["sequence_length"] for w in task.workloads}) > 1
+    _generate_and_judge(task, tmp_path)
