@@ -44,7 +44,8 @@ def one(task: str, kernel: str, delivery: str, env: dict) -> dict:
     except json.JSONDecodeError:
         return {"wall_s": round(wall, 2), "exit": proc.returncode, "error": (proc.stderr or proc.stdout)[-800:]}
     profile = verdict.get("profile") or {}
-    return {"wall_s": round(wall, 2), "exit": proc.returncode, "status": verdict.get("status"),
+    return {"wall_s": round(wall, 2), "judge_wall_s": verdict.get("wall_s"), "exit": proc.returncode,
+            "status": verdict.get("status"),
             "speedup": verdict.get("speedup"), "reason": verdict.get("reason", "")[:300],
             "kernel_cache_files": profile.get("kernel_cache_files"), "phases": profile.get("phases"),
             "spent": profile.get("spent"), "executor_boot": profile.get("executor_boot")}

@@ -151,12 +151,10 @@ class SubprocessRunner:
         collect = _Collect(rfd, cap=job.output_cap_bytes)
         for t in (*drains, collect):
             t.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=job.timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        # Kill the group in every case: a candidate's background children die with it.
+        timed_out = not _answered_or_ended(proc, collect, start + job.timeout_s)
+        # Kill the group in every case: a candidate's background children die with it (and a
+        # worker that has sent its one answer has nothing left to do: its teardown, a CUDA
+        # context's among it, is not waited for).
         _kill_group(proc.pid)
         if launch is not None:
             from forgekernel.sandbox import kill_tree
@@ -181,6 +179,21 @@ class SubprocessRunner:
             stdout_tail=drains[0].tail.decode(errors="replace"),
             stderr_tail=drains[1].tail.decode(errors="replace"), wall_s=wall,
         )
+
+
+def _answered_or_ended(proc: subprocess.Popen, collect: _Collect, deadline: float) -> bool:
+    """Wait until the worker's answer is complete (its result pipe closed, which it does
+    right after its one frame) or the worker ended; False when ``deadline`` passed first."""
+    collect.join(timeout=max(0.0, deadline - time.monotonic()))
+    if collect.is_alive():
+        return False
+    if collect.data:
+        return True
+    try:  # the pipe closed without an answer: its exit status says why
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -132,7 +132,8 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
         reason = f"the judgement failed after the candidate was loaded: {type(exc).__name__}: {exc}"
         details = {"kind": "judge", "phase": "unknown"}
     finally:
-        session.close()
+        with clock("close_s"):  # the executor's exit and the pools' release
+            session.close()
     return _result(session, status, reason, details, timed, base)
 
 
