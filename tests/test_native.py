@@ -327,3 +327,16 @@ def test_prose_about_cuda_is_not_a_cuda_source(tmp_path):
             'def run(x):\n    """Unlike a __global__ void f(float*) kernel, this is Python."""\n    return x\n')
     cand = _candidate(tmp_path, text)
     assert sources.cuda_sources(cand) == [] and sources.language_of(cand) == "triton"
+
+
+@needs_cute
+def test_a_kernelbench_cute_candidate_compiles_on_cpu_and_is_refused_to_run(tmp_path):
+    """A ModelNew written in the CuTe DSL: built as ModelNew(*get_init_inputs()) and called on
+    the example inputs in the sandbox, its kernel compiles for sm_90a here, with its report."""
+    from forgekernel.kernelbench import convert
+
+    task = load_task(convert(ROOT / "tests" / "fixtures" / "kernelbench" / "2_relu.py", tmp_path / "task"))
+    cand = _candidate(tmp_path, (ROOT / "tests" / "fixtures" / "kernelbench_kernels" / "relu_cute.py").read_text())
+    verdict = judge(task, cand, make_runner("cpu"))
+    assert verdict.status is Status.REJECTED and "CuTe DSL candidates need a GPU" in verdict.reason, verdict.reason
+    assert re.search(r"kernel_cutlass__relu_\w+: \d+ regs", verdict.reason), verdict.reason

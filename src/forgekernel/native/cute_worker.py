@@ -1,8 +1,9 @@
 """Compile a CuTe DSL candidate for sm_90a without a GPU (run inside the sandbox).
 
 ``python -I -m forgekernel.native.cute_worker TASK_DIR KERNEL_PY DUMP_DIR REPLY_JSON`` points the DSL at
-sm_90a with its PTX and cubins kept in DUMP_DIR, then calls the candidate's ``run`` once on
-the task's small example inputs (CPU tensors): the candidate's own ``cute.compile`` builds its
+sm_90a with its PTX and cubins kept in DUMP_DIR, then calls the candidate's ``run`` (for a
+KernelBench task, ``ModelNew(*get_init_inputs())``) once on the task's small example inputs
+(CPU tensors): the candidate's own ``cute.compile`` builds its
 kernels, and the launch that follows fails for want of a GPU, which is expected. What the
 compile left in DUMP_DIR is read by the parent; this process writes REPLY_JSON: the DSL's
 version and, when nothing was compiled, the first errors, with the candidate's file and line
@@ -34,21 +35,32 @@ def main(argv: list[str]) -> int:
         out["errors"] = [f"the CuTe DSL is not installed here ({exc})"]
         reply.write_text(json.dumps(out))
         return 0
-    from forgekernel.generate.examples import flat_example
     from forgekernel.task import load_module, load_task
 
     task = load_task(task_dir, check_reference=False)
     try:
         module = load_module(kernel, name="_fk_cute_candidate")
-        if task.format == "kernelbench":
-            raise TypeError("a KernelBench task's ModelNew is not compiled without a GPU yet")
-        _, inputs, _ = flat_example(task, seed=0)
-        module.run(*inputs)
+        call, inputs = _example_call(task, module)
+        call(*inputs)
     except Exception as exc:  # the candidate's: expected once its launch needs a GPU
         if not any(dump.glob("*.cubin")):
             out["errors"] = describe(exc, kernel)
     reply.write_text(json.dumps(out))
     return 0
+
+
+def _example_call(task, module):  # noqa: ANN001, ANN202 - a task and the candidate's module
+    """The candidate's entry and its arguments at the task's example workload (CPU tensors):
+    ``run`` on the inputs, or for a KernelBench task ``ModelNew(*get_init_inputs())`` (the
+    problem's constants at that workload) on the forward's inputs."""
+    from forgekernel import instance
+    from forgekernel.generate.examples import example_workload, flat_example, reference_function
+
+    if task.format != "kernelbench":
+        return module.run, flat_example(task, seed=0)[1]
+    _, reference = reference_function(task)
+    inst = instance.build(task, reference, example_workload(task), device="cpu", seed=0)
+    return module.ModelNew(*inst.module.get_init_inputs()), inst.inputs
 
 
 def describe(exc: BaseException, kernel: Path) -> list[str]:
