@@ -59,8 +59,6 @@ def test_too_much_is_not_kept_and_the_store_keeps_the_most_recent(tmp_path, monk
 def test_the_extension_builds_are_named_by_one_path_at_every_verdict(tmp_path, monkeypatch):
     """Two executors' scratch directories have different names; torch's extension builds see
     the same path in both (a link in the sandbox's private /tmp), so a kept build is reused."""
-    from forgekernel.judge import executor
-
     monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
     names = []
     for n in (1, 2):
@@ -68,7 +66,7 @@ def test_the_extension_builds_are_named_by_one_path_at_every_verdict(tmp_path, m
         cache.mkdir(parents=True)
         (cache / "marker").write_text(str(n))
         link = tmp_path / f"private_tmp_{n}" / "forge-cache"  # each sandbox has its own /tmp
-        executor.stable_cache(cache, link)
+        kernel_cache.stable_cache(cache, link)
         names.append(os.environ["TORCH_EXTENSIONS_DIR"].replace(f"private_tmp_{n}", "private_tmp"))
         assert (link / "marker").read_text() == str(n)
     assert names[0] == names[1]

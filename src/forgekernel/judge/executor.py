@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from forgekernel.judge import accounting
+
 
 class Executor:
     """State of one executor process: the candidate's callable and where tensors go."""
@@ -69,8 +71,8 @@ class Executor:
         facts: dict[str, Any] = {}
         if self.attempts.seen:
             facts["attempts"] = list(self.attempts.seen)
-        if _timers():
-            facts["timers"] = _timers()
+        if guards.timers():
+            facts["timers"] = guards.timers()
         changed = self.harness.changes()
         if changed:
             facts["tampered"] = changed[:10]
@@ -138,13 +140,14 @@ class Executor:
 
         from forgekernel.judge import guards, observe, wire
 
-        took = _Took()
-        with took("args"):
+        took: dict[str, float] = {}
+        step = accounting.Phases(took)
+        with step("args"):
             pool = self._pool(msg["pool"]) if "pool" in msg else None
             args = self._args(msg["inputs"], pool)
             if msg.get("reuse"):
                 args = self._reused(str(msg.get("key", "")), args)
-        with took("poison"):
+        with step("poison"):
             if msg.get("poison") is not None:
                 guards.poison(list(msg.get("poison_sizes", [])), self.device, int(msg["poison"]))
         fn = self.callable(msg)
@@ -159,21 +162,21 @@ class Executor:
             if self.device == "cuda":
                 torch.cuda.synchronize()
         host_ms = (time.perf_counter() - start) * 1e3
-        took.seconds["run"] = host_ms / 1e3
-        with took("integrity"):
+        took["run"] = round(host_ms / 1e3, 3)
+        with step("integrity"):
             facts = self.integrity(before, stream)
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         prefix = str(msg.get("prefix", "out"))
-        with took("observed"):
+        with step("observed"):
             observed = observe.summary(seen, args, outs, self.own) if msg.get("observe", True) else {}
-        with took("outputs"):
+        with step("outputs"):
             if pool is not None:
                 reply = {"outputs": self._place(outs, pool, msg.get("outputs_to") or [])}
             else:
                 reply = {"outputs": wire.put_all(list(outs), self.scratch, prefix)}
                 if msg.get("return_inputs"):
                     reply["inputs"] = wire.put_all(args, self.scratch, prefix + "_in")
-        return {**reply, "observed": observed, "host_ms": host_ms, "took": took.seconds, **facts}
+        return {**reply, "observed": observed, "host_ms": host_ms, "took": took, **facts}
 
     def _pool(self, desc: dict[str, Any]) -> Any:
         """The verifier's pool, opened once per handle."""
@@ -316,51 +319,8 @@ def _unwatched() -> Iterator[Any]:
     yield Seen()
 
 
-class _Took:
-    """Seconds per step of one request, by the executor's clock (``took`` in the reply: where
-    a call's time goes, reported as data; no verdict reads it)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @contextlib.contextmanager
-    def __call__(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = time.perf_counter() - start
-
-
-def stable_cache(cache: Path, link: Path) -> None:
-    """Point torch's extension builds at ``link`` (a link to ``cache``): a CUDA C++
-    candidate's ``load_inline`` build then names its files by one path at every verdict, so a
-    build kept for the same candidate (:mod:`forgekernel.judge.kernel_cache`) is up to date
-    for ninja; under the scratch directory's own random name every build.ninja differed."""
-    import os
-
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(cache, target_is_directory=True)
-    os.environ["TORCH_EXTENSIONS_DIR"] = str(link / "torch_extensions")
-
-
 def interpret_flag(argv: list[str]) -> bool:
     return len(argv) > 4 and argv[4] == "1"
-
-
-def _timers() -> list[str]:
-    """Interval timers and Python signal handlers the candidate installed."""
-    import signal
-
-    found = [name for name, which in (("ITIMER_REAL", signal.ITIMER_REAL),
-                                      ("ITIMER_VIRTUAL", signal.ITIMER_VIRTUAL),
-                                      ("ITIMER_PROF", signal.ITIMER_PROF))
-             if signal.getitimer(which) != (0.0, 0.0)]
-    for sig in (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2):
-        if callable(signal.getsignal(sig)):
-            found.append(f"handler for {signal.Signals(sig).name}")
-    return found
 
 
 def _plain(value: Any) -> Any:
@@ -398,8 +358,9 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
 def main(argv: list[str]) -> None:
     """``python -m forgekernel.judge.executor CMD_FD RES_FD SCRATCH DEVICE INTERPRET WORDS_FD
     [STABLE]``: STABLE, a path of the sandbox's private /tmp that names the cache directory
-    the same way at every verdict (see :func:`stable_cache`)."""
+    the same way at every verdict (:func:`forgekernel.judge.kernel_cache.stable_cache`)."""
     sys.dont_write_bytecode = True  # python -I ignores PYTHONDONTWRITEBYTECODE; nothing is written
+    from forgekernel.judge import kernel_cache
     from forgekernel.judge.boot import Boot, warm_cuda
 
     mark = Boot()
@@ -415,7 +376,7 @@ def main(argv: list[str]) -> None:
     mark("watching_s")
     cmd_fd, res_fd, scratch, device, interpret, words_fd = argv[:6]
     if len(argv) > 6 and argv[6]:
-        stable_cache(Path(scratch) / "cache", Path(argv[6]))
+        kernel_cache.stable_cache(Path(scratch) / "cache", Path(argv[6]))
     if device == "cuda":
         warm_cuda()
         mark("cuda_s")

@@ -289,3 +289,17 @@ def _cudart() -> Any:
         except OSError:
             continue
     return None
+
+
+def timers() -> list[str]:
+    """Interval timers and Python signal handlers the candidate installed."""
+    import signal
+
+    found = [name for name, which in (("ITIMER_REAL", signal.ITIMER_REAL),
+                                      ("ITIMER_VIRTUAL", signal.ITIMER_VIRTUAL),
+                                      ("ITIMER_PROF", signal.ITIMER_PROF))
+             if signal.getitimer(which) != (0.0, 0.0)]
+    for sig in (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2):
+        if callable(signal.getsignal(sig)):
+            found.append(f"handler for {signal.Signals(sig).name}")
+    return found

@@ -109,3 +109,14 @@ def _trim(root: Path) -> None:
                      key=lambda p: p.stat().st_mtime, reverse=True)
     for old in entries[KEEP:]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def stable_cache(cache: Path, link: Path) -> None:
+    """Point torch's extension builds at ``link`` (a link to ``cache``): a CUDA C++
+    candidate's ``load_inline`` build then names its files by one path at every verdict, so a
+    build kept for the same candidate (:mod:`forgekernel.judge.kernel_cache`) is up to date
+    for ninja; under the scratch directory's own random name every build.ninja differed."""
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(cache, target_is_directory=True)
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(link / "torch_extensions")

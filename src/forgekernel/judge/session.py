@@ -10,12 +10,13 @@ patterns, second time on a copy of the inputs at a new address).
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import accounting, guards
+from forgekernel.judge import accounting, guards, wire
 from forgekernel.judge import correctness as cx
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
@@ -228,7 +229,7 @@ class Session:
         if not self.problem.kernelbench:
             return
         for slot in self.slots:
-            init = _plain_list(self.problem.module_at(slot.wl).get_init_inputs())
+            init = wire.plain_values(self.problem.module_at(slot.wl).get_init_inputs())
             proc.model(key(slot), init, self.problem.init_seed,
                        self.task.judge.module_mode == "train", slot.label, slot.wl.hidden)
 
@@ -258,13 +259,12 @@ class Session:
 
         if self.ref_ops is None:
             self.ref_ops = self._reference_ops(slot)
-        own = None if self.library_kernels else self.own_kernels
-        why = audit.observed_violation(observed, own=own, forbid=self.task.policy.forbid,
-                                       ref_ops=self.ref_ops, interpret=self.interpret)
+        rules = functools.partial(audit.observed_violation, observed, forbid=self.task.policy.forbid,
+                                  own=None if self.library_kernels else self.own_kernels,
+                                  ref_ops=self.ref_ops, interpret=self.interpret)
+        why = rules()
         if why is not None and why[0] == "inputs_not_read" and not self._reference_reads(slot):
-            why = audit.observed_violation(observed, own=own, forbid=self.task.policy.forbid,
-                                           ref_ops=self.ref_ops, interpret=self.interpret,
-                                           inputs_matter=False)
+            why = rules(inputs_matter=False)
         if len(self.observed) < 4:
             self.observed.append({k: observed.get(k) for k in ("launches", "eager")})
         if why is not None:
@@ -273,14 +273,12 @@ class Session:
                           {"kind": "audit", "audit": kind}, fatal=True)
 
     def _reference_reads(self, slot: Slot) -> bool:
-        """Whether the reference's answer at ``slot`` depends on the input values: two fresh
-        draws, compared exactly. At some sizes it does not (an exclusive cumsum over a
-        dimension of 1 is all zeros), and a kernel that reads nothing there is right."""
+        """Whether the reference's answer at ``slot`` depends on the input values (two fresh
+        draws): an exclusive cumsum over a dimension of 1 is zeros, and reading nothing is right."""
         if slot.label not in self.reference_reads:
-            a = self.problem.reference(slot.wl, self.problem.make(slot.wl, inp.secret_seed()))
-            b = self.problem.reference(slot.wl, self.problem.make(slot.wl, inp.secret_seed()))
-            self.reference_reads[slot.label] = not all(
-                _same(x, y) for x, y in zip(a, b, strict=True))
+            a, b = (self.problem.reference(slot.wl, self.problem.make(slot.wl, inp.secret_seed()))
+                    for _ in range(2))
+            self.reference_reads[slot.label] = not all(map(cx.exactly_equal, a, b))
         return self.reference_reads[slot.label]
 
     # ------------------------------------------------------------ correctness
@@ -379,17 +377,8 @@ class Session:
                            expected=check.expected, got=check.got, max_abs=check.max_abs,
                            max_rel=check.max_rel, tol=check.tol)
         reason = f"{check.message} on {slot.label}" if not slot.wl.hidden else \
-            f"{_HIDDEN_WHAT.get(check.kind, 'wrong result')} on {slot.label}"
+            f"{cx.HIDDEN_WHAT.get(check.kind, 'wrong result')} on {slot.label}"
         raise Failure(status, reason, details)
-
-
-_HIDDEN_WHAT = {"count": "wrong number of outputs", "shape": "wrong output shape",
-                "dtype": "wrong output dtype", "type": "output is not a torch.Tensor",
-                "device": "output on the wrong device", "subclass": "output is a tensor subclass",
-                "nonfinite": "NaN or Inf where the reference is finite",
-                "values": "values outside the tolerance", "zero": "all-zero output",
-                "constant": "constant output", "repeat": "results differ between two runs",
-                "mutation": "modified an input in place", "sensitivity": "output ignores its inputs"}
 
 
 def key(slot: Slot) -> str:
@@ -397,27 +386,3 @@ def key(slot: Slot) -> str:
     from forgekernel.judge.remote import key_of
 
     return key_of(slot)
-
-
-def _plain_list(values: Any) -> list[Any]:
-    """get_init_inputs() as JSON-able values (numbers, strings, nested lists)."""
-    import torch
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, (list, tuple)):
-            return [plain(x) for x in v]
-        if isinstance(v, torch.Tensor) and v.numel() == 1:
-            return v.item()
-        if isinstance(v, (bool, int, float, str)) or v is None:
-            return v
-        raise TypeError(f"get_init_inputs() returned a {type(v).__name__}, which cannot be sent "
-                        "to the candidate's process")
-    return [plain(v) for v in (values or [])]
-
-
-def _same(x: Any, y: Any) -> bool:
-    import torch
-
-    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-        return x.shape == y.shape and bool(torch.equal(x, y))
-    return x == y

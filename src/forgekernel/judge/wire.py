@@ -133,3 +133,19 @@ def put_all(values: list[Any], root: Path, prefix: str) -> list[dict[str, Any]]:
 
 def get_all(descs: list[dict[str, Any]], root: Path, device: str = "cpu") -> list[Any]:
     return [get(d, root, device) for d in descs]
+
+
+def plain_values(values: Any) -> list[Any]:
+    """get_init_inputs() as JSON-able values (numbers, strings, nested lists)."""
+    import torch
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, torch.Tensor) and v.numel() == 1:
+            return v.item()
+        if isinstance(v, (bool, int, float, str)) or v is None:
+            return v
+        raise TypeError(f"get_init_inputs() returned a {type(v).__name__}, which cannot be sent "
+                        "to the candidate's process")
+    return [plain(v) for v in (values or [])]
