@@ -142,12 +142,12 @@ def preview(task: TaskSpec, source: str) -> builtin_ops.OpMatch:
     kernelbench = task.format == "kernelbench"
     params = () if kernelbench else (builtin_ops.reference_params(source) or ())
     try:
-        fn, first, _ = examples.flat_example(task, seed=0)
+        fn, first, _ = examples.flat_example(task, seed=0, thorough=False)
         graph = classify.trace(fn, first)
     except Exception as exc:  # the user's reference: one line
         raise builtin_ops.unsupported(task, f"tracing the reference failed ({_one_line(exc)})") from None
     if not kernelbench and params:
-        second = examples.flat_example(task, seed=1)[1]
+        second = examples.flat_example(task, seed=1, thorough=False)[1]
         found = builtin_ops.semantic_match(fn, [first, second], params, list(graph.small_constants))
         if found is not None:
             return _in_language(task, builtin_ops.template_match(*found, params, graph.describe(),

@@ -14,19 +14,36 @@ from forgekernel.records import TaskSpec, TensorSpec, Workload
 from forgekernel.task import load_module, numel, shape_of
 
 
-def example_workload(task: TaskSpec) -> Workload:
-    """The workload the reference is traced at: among the smoke workloads and the same with
-    every free axis doubled, the one whose tensors have the fewest dimensions of size 1
-    (lowering would fix such a size at 1), then the largest within EXAMPLE_ELEMENTS (larger
-    sizes make sizes derived from them, a channel count per group say, less likely to be
-    1 or to coincide)."""
-    pool = task.smoke_workloads() or task.workloads
-    options = [_lifted(task, w) for w in pool] + [_doubled(task, w) for w in pool]
+def example_workload(task: TaskSpec, thorough: bool = True) -> Workload:
+    """The workload the reference is traced at: among the smoke workloads, the same with
+    every free axis doubled, and the same with one axis doubled at a time, the one whose
+    tensors (inputs, parameters and every intermediate the reference makes) have the fewest
+    dimensions of size 1 (lowering would fix such a size at 1: a convolution whose depth
+    equals its kernel size has an output depth of 1 at every such workload), then the
+    largest within EXAMPLE_ELEMENTS (larger sizes make sizes derived from them, a channel
+    count per group say, less likely to be 1 or to coincide). ``thorough`` False (a preview):
+    the inputs' and parameters' dimensions only, and no single-axis variants."""
+    key = (str(task.root), repr(task.workloads), thorough)
+    if key not in _EXAMPLES:
+        pool = task.smoke_workloads() or task.workloads
+        best = _best(task, [_lifted(task, w) for w in pool] + [_doubled(task, w) for w in pool], thorough)
+        if thorough and best[0] > 0:  # a size of 1 somewhere: one axis doubled at a time may avoid it
+            best = min(best, _best(task, [_doubled(task, pool[0], only=k) for k in sorted(pool[0].axes)],
+                                   thorough, start=2 * len(pool)))
+        _EXAMPLES[key] = best[-1]
+    return _EXAMPLES[key]
+
+
+_EXAMPLES: dict[tuple[str, str, bool], Workload] = {}
+
+
+def _best(task: TaskSpec, options: list[Workload], thorough: bool, start: int = 0) -> tuple:
     scored = []
-    for i, w in enumerate(options):
+    for i, w in enumerate(options, start):
         size = _size(task, w)
-        scored.append((_ones(task, w), size > EXAMPLE_ELEMENTS, -size, i, w))
-    return min(scored)[-1]
+        ones = _ones(task, w) + (_inner_ones(task, w) if thorough else 0)
+        scored.append((ones, size > EXAMPLE_ELEMENTS, -size, i, w))
+    return min(scored)
 
 
 EXAMPLE_ELEMENTS = 1 << 20
@@ -43,8 +60,9 @@ def _lifted(task: TaskSpec, wl: Workload) -> Workload:
     return Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True)
 
 
-def _doubled(task: TaskSpec, wl: Workload) -> Workload:
-    axes = {k: (2 * v if _valid(task, k, 2 * v) else v) for k, v in wl.axes.items()}
+def _doubled(task: TaskSpec, wl: Workload, only: str | None = None) -> Workload:
+    axes = {k: (2 * v if (only is None or k == only) and _valid(task, k, 2 * v) else v)
+            for k, v in wl.axes.items()}
     return _lifted(task, Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True))
 
 
@@ -64,6 +82,40 @@ def _shapes(task: TaskSpec, wl: Workload) -> list[tuple[int, ...]]:
 
 def _ones(task: TaskSpec, wl: Workload) -> int:
     return sum(1 for shape in _shapes(task, wl) for d in shape if d == 1)
+
+
+def _inner_ones(task: TaskSpec, wl: Workload) -> int:
+    """Dimensions of size 1 in the tensors the reference's operators make at ``wl`` (run on
+    meta tensors: nothing is computed); 0 when it cannot run there."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from forgekernel import instance
+
+    count = [0]
+
+    class _Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, (tuple, list)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    count[0] += sum(1 for d in t.shape if d == 1)
+            return out
+
+    try:
+        _, module = reference_function(task)
+        if task.format == "kernelbench":
+            inst = instance.build(task, module, wl, meta=True)
+            call, args = inst.model, inst.inputs
+        else:
+            call = module.run
+            args = [torch.empty(shape_of(s, wl.axes), dtype=getattr(torch, s.dtype), device="meta")
+                    for s in task.inputs.values()]
+        with torch.no_grad(), _Count():
+            call(*args)
+    except Exception:  # an operator without a meta kernel, or a variant the reference rejects
+        return 0
+    return count[0]
 
 
 def _size(task: TaskSpec, wl: Workload) -> int:
@@ -108,15 +160,16 @@ def reference_function(task: TaskSpec) -> tuple[Callable[..., Any], Any]:
     return getattr(module, "run", None), module
 
 
-def flat_example(task: TaskSpec, seed: int = 0) -> tuple[Callable[..., Any], list[Any], tuple[str, ...]]:
+def flat_example(task: TaskSpec, seed: int = 0,
+                 thorough: bool = True) -> tuple[Callable[..., Any], list[Any], tuple[str, ...]]:
     """The reference as ``f(*flat)`` and its flat arguments at the example workload, on the
     CPU: a forge task's inputs; for KernelBench, Model's parameters and buffers (in
     ``named_parameters()`` then ``named_buffers()`` order) followed by the forward's inputs;
-    and the names of those parameters and buffers."""
+    and the names of those parameters and buffers (``thorough``: see :func:`example_workload`)."""
     from forgekernel import instance
 
     fn, module = reference_function(task)
-    wl = example_workload(task)
+    wl = example_workload(task, thorough)
     if task.format != "kernelbench":
         return fn, forge_inputs(task, module, wl, seed), ()
     inst = instance.build(task, module, wl, device="cpu", seed=seed, init_seed=0)
