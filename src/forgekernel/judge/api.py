@@ -52,8 +52,9 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
         base = {"candidate": digest, "judge": JUDGE_NAME, "delivery": runner.name}
         early, checked = _static(task, staged, base, opts.static,
                                  task.policy.library_kernels or opts.library_kernels)
+        language = _language_of(staged)
         if early is None:
-            early, compiled = _native(task, staged, base,
+            early, compiled = _native(task, staged, base, language,
                                       getattr(runner, "timing_label", "") == "cpu-interpret")
             checked.own_kernels = sorted({*checked.own_kernels, *compiled})
         if early is not None:
@@ -62,7 +63,7 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
                    "candidate_dir": str(staged), "kernel": str(staged / cand.KERNEL_FILE),
                    "perf_kernel": str(perf_dir / cand.KERNEL_FILE) if perf_dir else None,
                    "own_kernels": checked.own_kernels,
-                   "native": _language(staged) != "triton"}
+                   "native": language != "triton"}
         (root / "cwd").mkdir()
         job = Job(module=WORKER, payload=payload, cwd=str(root / "cwd"),
                   timeout_s=opts.timeout_s or task.judge.timeout_s, output_cap_bytes=OUTPUT_CAP,
@@ -99,13 +100,13 @@ def _static_verdict(checked: policy.PolicyResult, base: dict[str, Any],
 LANGUAGE_NAMES = {"cuda": "CUDA C++", "cute-dsl": "CuTe DSL"}
 
 
-def _language(staged: Path) -> str:
+def _language_of(staged: Path) -> str:
     from forgekernel.native import sources
 
     return sources.language_of(staged)
 
 
-def _native(task: TaskSpec, staged: Path, base: dict[str, Any],
+def _native(task: TaskSpec, staged: Path, base: dict[str, Any], language: str,
             cpu: bool) -> tuple[Verdict | None, list[str]]:
     """CUDA sources compiled for sm_90a before anything runs (an error is a COMPILE_ERROR
     naming the candidate's line); on the CPU interpreter a CUDA or CuTe DSL candidate is
@@ -114,8 +115,6 @@ def _native(task: TaskSpec, staged: Path, base: dict[str, Any],
     produced (the launch audit's own kernels, whatever macros or templates spelled them)."""
     from forgekernel.judge.audit import base_name
     from forgekernel.native import cute, nvcc, sources
-
-    language = sources.language_of(staged)
     builds: list[nvcc.CudaBuild] = []
     try:
         builds = [nvcc.compile_cuda(src) for src in sources.cuda_sources(staged)]

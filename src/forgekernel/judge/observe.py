@@ -200,7 +200,7 @@ def _device_kernels(seen: Seen) -> Iterator[None]:
 
 
 def _is_copy(name: str) -> bool:
-    return name.startswith(("Memcpy", "Memset")) or name.lower().startswith(("memcpy", "memset"))
+    return name.lower().startswith(("memcpy", "memset"))
 
 
 @contextlib.contextmanager

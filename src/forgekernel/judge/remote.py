@@ -122,7 +122,7 @@ class CandidateProcess:
         reply = self._ask({"op": "load", "kernel": str(self.kernel), "entry": entry,
                            "own": list(self.session.own_kernels),
                            "any_kernel": self.session.library_kernels,
-                           "native": getattr(self.session, "native", False)},
+                           "native": self.session.native},
                           REQUEST_S["load"], phase="import", where="import")
         self.boot = reply.get("boot") if isinstance(reply.get("boot"), dict) else {}
         if "missing" in reply:
