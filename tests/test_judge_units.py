@@ -506,3 +506,18 @@ def test_the_verifier_running_out_of_device_memory_is_no_verdict_on_the_candidat
     assert "status" not in out and Session.closed
     assert out["judge_error"].startswith("the verifier ran out of device memory (largest workload: "
                                          "M=4096 x N=393216): CUDA out of memory")
+
+
+def test_spent_sums_each_kind_and_keeps_its_slowest_occurrence():
+    """profile['spent']: per kind of work, the count, the summed seconds and the slowest one
+    (a sum of a few slow first calls reads differently from one of many equal calls)."""
+    from forgekernel.judge.accounting import Spent
+
+    spent = Spent()
+    for seconds in (0.002, 0.5, 0.003):
+        spent.add("executor:run", seconds)
+    with spent("compare"):
+        pass
+    out = spent.as_dict()
+    assert out["executor:run"] == {"n": 3, "s": 0.505, "max": 0.5}
+    assert out["compare"]["n"] == 1 and 0 <= out["compare"]["max"] == out["compare"]["s"] < 0.1

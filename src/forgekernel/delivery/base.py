@@ -93,17 +93,11 @@ def cpu_only_torch() -> bool:
 
 
 def cuda_device_name() -> str | None:
-    """Name of the first visible CUDA device in this process, or None (imports torch unless
-    the installed build is CPU-only)."""
-    if cpu_only_torch():
-        return None
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    return torch.cuda.get_device_name(0)
+    """Name of the first visible CUDA device, or None; asked of the driver's NVML before
+    torch is imported (:mod:`forgekernel.delivery.gpu_probe`)."""
+    from forgekernel.delivery.gpu_probe import cuda_device_name as probe
+
+    return probe()
 
 
 def resolve_delivery(requested: str) -> tuple[str, str]:

@@ -25,7 +25,9 @@ class Phases:
 
 class Spent:
     """Wall seconds the verifier spent per kind of work, summed (``profile['spent']``):
-    where a verdict's time goes, by the verifier's clock (the executor's requests by name)."""
+    where a verdict's time goes, by the verifier's clock (the executor's requests by name).
+    Each kind also keeps its slowest single occurrence (``max``): a sum made of a few slow
+    first calls reads differently from one of many equal ones."""
 
     def __init__(self) -> None:
         self.totals: dict[str, list[float]] = {}
@@ -40,9 +42,11 @@ class Spent:
 
     def add(self, name: str, seconds: float) -> None:
         """Count ``seconds`` of work measured elsewhere under ``name``."""
-        entry = self.totals.setdefault(name, [0, 0.0])
+        entry = self.totals.setdefault(name, [0, 0.0, 0.0])
         entry[0] += 1
         entry[1] += seconds
+        entry[2] = max(entry[2], seconds)
 
     def as_dict(self) -> dict[str, dict[str, float]]:
-        return {k: {"n": int(n), "s": round(s, 3)} for k, (n, s) in sorted(self.totals.items())}
+        return {k: {"n": int(n), "s": round(s, 3), "max": round(top, 3)}
+                for k, (n, s, top) in sorted(self.totals.items())}
