@@ -21,6 +21,7 @@ from forgekernel.judge import (
     inputs,
     policy,
     timing,
+    values,
 )
 from forgekernel.judge.candidate import stage
 from forgekernel.records import JudgeSpec, Status, WorkloadResult
@@ -133,9 +134,9 @@ def _tol(value=1e-2):
 def test_compare_values_reports_where_and_by_how_much():
     ref = torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4)
     out = ref.to(torch.float32).clone()
-    assert correctness.compare(out, ref, _tol()).ok
+    assert values.compare(out, ref, _tol()).ok
     out[2, 1] += 0.5
-    check = correctness.compare(out, ref, _tol())
+    check = values.compare(out, ref, _tol())
     assert not check.ok and check.kind == "values" and check.where == (2, 1)
     assert check.max_abs == pytest.approx(0.5, rel=1e-6)
     assert check.expected == pytest.approx(float(ref[2, 1]))
@@ -145,20 +146,20 @@ def test_compare_nonfinite_zero_constant_and_exact():
     ref = torch.randn(4, 8, dtype=torch.float64)
     nan = ref.to(torch.float32).clone()
     nan[1, 3] = float("nan")
-    assert correctness.compare(nan, ref, _tol()).kind == "nonfinite"
-    assert correctness.compare(nan, ref, _tol()).where == (1, 3)
-    assert correctness.compare(torch.zeros(4, 8), ref * 1e-6, _tol(10.0)).kind == "zero"
-    assert correctness.compare(torch.full((4, 8), 0.5), 0.5 + ref * 1e-4, _tol(1.0)).kind == "constant"
+    assert values.compare(nan, ref, _tol()).kind == "nonfinite"
+    assert values.compare(nan, ref, _tol()).where == (1, 3)
+    assert values.compare(torch.zeros(4, 8), ref * 1e-6, _tol(10.0)).kind == "zero"
+    assert values.compare(torch.full((4, 8), 0.5), 0.5 + ref * 1e-4, _tol(1.0)).kind == "constant"
     # a constant output is fine when the reference rounds to a constant in the output dtype
     near = 0.5 + ref * 1e-7
-    assert correctness.compare(near.to(torch.bfloat16), near, _tol()).ok
+    assert values.compare(near.to(torch.bfloat16), near, _tol()).ok
     # a reference that is only rounding noise around zero (GroupNorm over one-channel groups)
     noise = ref * 1e-14
-    assert correctness.compare(torch.zeros(4, 8), noise, _tol(10.0)).ok
-    assert correctness.negligible(noise) and not correctness.negligible(ref * 1e-6)
+    assert values.compare(torch.zeros(4, 8), noise, _tol(10.0)).ok
+    assert values.negligible(noise) and not values.negligible(ref * 1e-6)
     ints = torch.arange(6)
-    assert correctness.compare(ints, ints.to(torch.float64), _tol(0.0)).ok
-    assert correctness.compare(ints + (ints == 4), ints.to(torch.float64), _tol(0.0)).where == (4,)
+    assert values.compare(ints, ints.to(torch.float64), _tol(0.0)).ok
+    assert values.compare(ints + (ints == 4), ints.to(torch.float64), _tol(0.0)).where == (4,)
 
 
 def test_bitwise_equal_and_fingerprint():
@@ -168,7 +169,7 @@ def test_bitwise_equal_and_fingerprint():
     b = a.clone()
     b[2] = 3.0000002
     assert correctness.bitwise_equal(a, b) == (False, (2,))
-    assert correctness.fingerprint(a) != correctness.fingerprint(b)
+    assert values.fingerprint(a) != values.fingerprint(b)
 
 
 def test_structure_checks():
@@ -521,3 +522,73 @@ def test_spent_sums_each_kind_and_keeps_its_slowest_occurrence():
     out = spent.as_dict()
     assert out["executor:run"] == {"n": 3, "s": 0.505, "max": 0.5}
     assert out["compare"]["n"] == 1 and 0 <= out["compare"]["max"] == out["compare"]["s"] < 0.1
+
+
+def _checks_agree(a, b):
+    assert (a.ok, a.kind, a.message, a.where, a.tol) == (b.ok, b.kind, b.message, b.where, b.tol)
+    for x, y in ((a.max_abs, b.max_abs), (a.max_rel, b.max_rel), (a.expected, b.expected), (a.got, b.got)):
+        if x is None or y is None or x != x or y != y:  # None or NaN: the same on both sides
+            assert repr(x) == repr(y)
+        else:
+            assert abs(x - y) <= 1e-12 * max(abs(x), abs(y), 1e-300)
+
+
+def test_value_checks_in_pieces_give_the_whole_tensor_answers():
+    """compare, reference_error, negligible and fingerprint walk the tensors in bounded
+    pieces; any piece size gives the answer of one piece (first failing element, largest
+    error at its first occurrence, rms over every finite value)."""
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(6, 7, generator=g, dtype=torch.float64) * 3
+    ref_special = ref.clone()
+    ref_special[1, 2], ref_special[4, 0] = float("inf"), float("nan")
+    near = ref + 1e-9 * torch.randn(6, 7, generator=g, dtype=torch.float64)
+    far = ref.clone()
+    far[2, 5] += 1.0
+    far[5, 6] += 1.0  # the same error later: the first one is reported
+    nan_late = near.clone()
+    nan_late[5, 1] = float("nan")
+    ints = torch.arange(42).reshape(6, 7)
+    off = ints.clone()
+    off[3, 3] += 1
+    off[5, 0] += 2
+    cases = [(near.float(), ref, _tol()), (far.float(), ref, _tol()), (nan_late.float(), ref, _tol()),
+             (ref_special.float(), ref_special, _tol()), (torch.zeros(6, 7), ref * 1e-6, _tol(10.0)),
+             (torch.full((6, 7), 0.5), 0.5 + ref * 1e-4, _tol(1.0)),
+             (off, ints.to(torch.float64), _tol(0.0)), (ints, ints.to(torch.float64), _tol(0.0)),
+             (near.float(), ref, correctness.OutputTolerance(tol=1e-5, scale=0.25))]
+    for out, oracle, tol in cases:
+        whole = values.compare(out, oracle, tol, piece=1 << 30)
+        for piece in (1, 5, 13):
+            _checks_agree(values.compare(out, oracle, tol, piece=piece), whole)
+    assert not values.compare(far.float(), ref, _tol()).ok
+    assert values.compare(far.float(), ref, _tol(), piece=4).where in ((2, 5), (5, 6))
+    for piece in (1, 5, 13):
+        assert values.reference_error(near.float(), ref, piece) == pytest.approx(
+            values.reference_error(near.float(), ref, 1 << 30), rel=1e-12)
+        assert values.fingerprint(ref, piece) == values.fingerprint(ref, 1 << 30)
+        assert values.negligible(ref * 1e-12, piece) and not values.negligible(ref_special, piece)
+
+
+def test_comparing_a_large_output_keeps_its_temporaries_bounded(tmp_path):
+    """A 2**25-element float32 output against its float64 oracle (256 MiB): whole-tensor
+    float64 temporaries add about six times the oracle's size (1.5 GiB); in pieces of 8 MiB
+    the peak grows by a few dozen pieces at most (KernelBench L1 ReLU at 4096 x 393216 ran the H200 out of memory)."""
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import resource, torch
+        from forgekernel.judge import values
+        from forgekernel.judge.correctness import OutputTolerance
+        torch.manual_seed(0)
+        ref = torch.randn(1 << 25, dtype=torch.float64)
+        out = ref.float()
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        check = values.compare(out, ref, OutputTolerance(tol=1e-5), piece=1 << 20)
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base
+        print(check.ok, grew // 1024)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+    ok, grew_mib = out.stdout.split()
+    assert ok == "True" and int(grew_mib) < 400, out.stdout

@@ -96,12 +96,13 @@ def _workload(ctx: dict[str, Any], wl: Any, payload: dict[str, Any], clock: Any)
     from forgekernel.compare import calls as cl
     from forgekernel.compare.timing import measure
     from forgekernel.judge import correctness as cx
+    from forgekernel.judge import values
 
     problem = ctx["problem"]
     inputs = problem.make(wl, seed=0)
     refs = problem.reference(wl, inputs)
     oracle = problem.oracle(wl, inputs)
-    ctx["tols"] = [cx.tolerance_for(cx.dtype_name(r), cx.reference_error(r, o), problem.task.judge,
+    ctx["tols"] = [cx.tolerance_for(cx.dtype_name(r), values.reference_error(r, o), problem.task.judge,
                                     interpret=ctx["interpret"]) for r, o in zip(refs, oracle, strict=True)]
     ctx.update(inputs=inputs, refs=refs, oracle=oracle, wl=wl)
     bytes_in, bytes_out = cl.nbytes(inputs), cl.nbytes(refs)
@@ -182,6 +183,7 @@ def _check(fn: Any, args: list[Any], ctx: dict[str, Any]) -> tuple[str, str, flo
 
     from forgekernel.instance import outputs_of
     from forgekernel.judge import correctness as cx
+    from forgekernel.judge import values
 
     with torch.no_grad():
         outs = outputs_of(fn(*args))
@@ -190,7 +192,7 @@ def _check(fn: Any, args: list[Any], ctx: dict[str, Any]) -> tuple[str, str, flo
         return "other semantics", shape.message, None
     worst = 0.0
     for out, ref64, tol in zip(outs, ctx["oracle"], ctx["tols"], strict=True):
-        got = cx.compare(out, ref64, tol)
+        got = values.compare(out, ref64, tol)
         if not got.ok:
             return "other semantics", got.message, got.max_rel
         worst = max(worst, got.max_rel or 0.0)

@@ -74,41 +74,12 @@ def dtype_name(t: Any) -> str:
     return str(t.dtype).removeprefix("torch.")
 
 
-def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     out = []
     for dim in reversed(shape):
         flat, rem = divmod(flat, dim) if dim else (flat, 0)
         out.append(rem)
     return tuple(reversed(out))
-
-
-def _scale(ref64: Any, finite: Any) -> float:
-    import torch
-
-    vals = ref64[finite]
-    if vals.numel() == 0:
-        return 1e-300
-    rms = float(torch.sqrt(torch.mean(vals * vals)))
-    return SCALE_FRACTION * rms if rms > 0 else 1e-300
-
-
-def normalised(value: Any, ref64: Any, scale: float | None) -> tuple[Any, Any]:
-    """(|c - r|, e) in float64, zero where the oracle is not finite."""
-    import torch
-
-    finite = torch.isfinite(ref64)
-    s = scale if scale is not None else _scale(ref64, finite)
-    diff = (value.to(torch.float64) - ref64).abs()
-    diff = torch.where(finite, diff, torch.zeros_like(diff))
-    return diff, diff / (ref64.abs().nan_to_num(0.0, 0.0, 0.0) + s)
-
-
-def reference_error(ref_out: Any, ref64: Any) -> float:
-    """The reference's own normalised error against the oracle (0 for exact dtypes)."""
-    if not ref_out.is_floating_point() or ref_out.numel() == 0:
-        return 0.0
-    _, err = normalised(ref_out, ref64, None)
-    return float(err.max())
 
 
 def tolerance_for(dtype: str, ref_err: float, spec: JudgeSpec, *, interpret: bool) -> OutputTolerance:
@@ -175,89 +146,7 @@ def check_described(descs: list[dict[str, Any]], refs: tuple[Any, ...], device: 
     return Check(True)
 
 
-def compare(out: Any, ref64: Any, tol: OutputTolerance) -> Check:
-    """Values of one output against the oracle (structure already checked)."""
-    import torch
-
-    if out.numel() == 0:
-        return Check(True, max_abs=0.0, max_rel=0.0, tol=tol.tol)
-    if not out.is_floating_point():
-        return _compare_exact(out, ref64)
-    value = out.to(torch.float64)
-    finite = torch.isfinite(ref64)
-    bad = ~torch.isfinite(value) & finite
-    if bool(bad.any()):
-        return _at(Check(False, "nonfinite", "NaN or Inf where the reference is finite", tol=tol.tol),
-                   bad, value, ref64)
-    same_special = (value == ref64) | (value.isnan() & ref64.isnan())
-    wrong_special = ~finite & ~same_special
-    if bool(wrong_special.any()):
-        return _at(Check(False, "values", "the reference is NaN/Inf here and the output differs",
-                         tol=tol.tol), wrong_special, value, ref64)
-    diff, err = normalised(value, ref64, tol.scale)
-    flat = int(err.argmax())
-    check = Check(True, max_abs=float(diff.max()), max_rel=float(err.reshape(-1)[flat]), tol=tol.tol,
-                  where=_unravel(flat, tuple(out.shape)), expected=float(ref64.reshape(-1)[flat]),
-                  got=float(value.reshape(-1)[flat]))
-    if check.max_rel > tol.tol:
-        check.ok, check.kind = False, "values"
-        check.message = f"max normalised error {check.max_rel:.3g} exceeds the tolerance {tol.tol:.3g}"
-        return check
-    return _degenerate(check, value, ref64, finite, out.dtype)
-
-
-NEGLIGIBLE = 1e-9
-"""Reference values (float64) this small in magnitude are rounding noise of a result that is
-zero (GroupNorm over groups of one channel gives about 1e-14): a zero or constant output is
-then not a degenerate answer, and such a reference tells nothing about input sensitivity."""
-
-
-def negligible(ref64: Any) -> bool:
-    """Whether every finite value of the float64 reference is rounding noise around zero."""
-    import torch
-
-    vals = ref64[torch.isfinite(ref64)] if ref64.is_floating_point() else ref64
-    return ref64.is_floating_point() and (vals.numel() == 0 or float(vals.abs().max()) <= NEGLIGIBLE)
-
-
-def _degenerate(check: Check, value: Any, ref64: Any, finite: Any, dtype: Any) -> Check:
-    """All-zero or constant outputs fail when the reference, rounded to the output dtype, is
-    not (even within tolerance), unless the reference is itself only rounding noise."""
-    if negligible(ref64):
-        return check
-    ref_vals = ref64[finite].to(dtype)
-    if bool((value == 0).all()) and bool((ref_vals != 0).any()):
-        check.ok, check.kind, check.message = False, "zero", "the output is all zeros and the reference is not"
-    elif value.numel() > 1 and bool((value == value.reshape(-1)[0]).all()) and \
-            bool((ref_vals != ref_vals.reshape(-1)[0]).any()):
-        check.ok, check.kind = False, "constant"
-        check.message = "every element of the output has the same value and the reference's do not"
-    return check
-
-
-def _compare_exact(out: Any, ref64: Any) -> Check:
-    import torch
-
-    ref = ref64.to(out.dtype) if ref64.dtype != out.dtype else ref64
-    wrong = out != ref
-    diff = (out.to(torch.float64) - ref.to(torch.float64)).abs()
-    check = Check(True, max_abs=float(diff.max()), max_rel=float(wrong.to(torch.float64).mean()), tol=0.0)
-    if bool(wrong.any()):
-        check.ok, check.kind = False, "values"
-        check.message = f"{int(wrong.sum())} element(s) differ from the reference (exact dtype)"
-        return _at(check, wrong, out.to(torch.float64), ref.to(torch.float64))
-    return check
-
-
-def _at(check: Check, mask: Any, value: Any, ref64: Any) -> Check:
-    flat = int(mask.reshape(-1).nonzero()[0, 0])
-    check.where = _unravel(flat, tuple(value.shape))
-    check.expected = float(ref64.reshape(-1)[flat])
-    check.got = float(value.reshape(-1)[flat])
-    return check
-
-
-def _bits(t: Any) -> Any:
+def bits_of(t: Any) -> Any:
     """The tensor's bits as integers (NaNs compare by bit pattern)."""
     import torch
 
@@ -272,19 +161,10 @@ def bitwise_equal(a: Any, b: Any) -> tuple[bool, tuple[int, ...] | None]:
         return False, None
     if a.numel() == 0:
         return True, None
-    diff = _bits(a.contiguous().reshape(-1)) != _bits(b.contiguous().reshape(-1))
+    diff = bits_of(a.contiguous().reshape(-1)) != bits_of(b.contiguous().reshape(-1))
     if not bool(diff.any()):
         return True, None
-    return False, _unravel(int(diff.nonzero()[0, 0]), tuple(a.shape))
-
-
-def fingerprint(t: Any) -> tuple[int, int]:
-    """A cheap on-device content fingerprint (input-sensitivity checks across trials)."""
-    import torch
-
-    bits = _bits(t.detach().contiguous().reshape(-1)).to(torch.int64)
-    weights = torch.arange(bits.numel(), device=bits.device, dtype=torch.int64) % 65521 + 1
-    return int(bits.sum()), int((bits * weights).sum())
+    return False, unravel(int(diff.nonzero()[0, 0]), tuple(a.shape))
 
 
 HIDDEN_WHAT = {"count": "wrong number of outputs", "shape": "wrong output shape",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import accounting, guards, wire
+from forgekernel.judge import accounting, guards, values, wire
 from forgekernel.judge import correctness as cx
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
@@ -194,7 +194,7 @@ class Session:
         if not all(type(r) is torch.Tensor for r in refs):
             raise TypeError("the reference must return tensors")
         specs = [OutSpec(tuple(r.shape), r.dtype, r.device, r.numel() * r.element_size()) for r in refs]
-        return specs, [cx.reference_error(r, o) for r, o in zip(refs, oracle, strict=True)]
+        return specs, [values.reference_error(r, o) for r, o in zip(refs, oracle, strict=True)]
 
     # ------------------------------------------------------------ candidate
     def spawn(self, kernel: Path, perf_kernel: Path | None, started: Any = None) -> None:
@@ -326,8 +326,8 @@ class Session:
             self.repeatable(slot, k, a, b, oracle[k])
         for j in self.mutating:
             self.values(slot, len(kept) + j, after[j], up[j], tol=self._input_tol(j))
-        ref_print = (0, 0) if cx.negligible(oracle[0]) else cx.fingerprint(oracle[0])  # noise: no signal
-        slot.prints.append((cx.fingerprint(kept[0]), ref_print))
+        ref_print = (0, 0) if values.negligible(oracle[0]) else values.fingerprint(oracle[0])  # noise: no signal
+        slot.prints.append((values.fingerprint(kept[0]), ref_print))
 
     def _input_tol(self, j: int) -> cx.OutputTolerance:
         dtype = self.input_dtypes[j]
@@ -340,7 +340,7 @@ class Session:
                       "in place (inputs are read-only; the reference does not modify them)"))
 
     def values(self, slot: Slot, k: int, out: Any, ref: Any, tol: cx.OutputTolerance | None = None) -> None:
-        check = cx.compare(out, ref, tol or self.tolerances[k])
+        check = values.compare(out, ref, tol or self.tolerances[k])
         slot.record(k, check)
         if not check.ok:
             self.fail(slot, Status.WRONG_VALUES, check, output=k)
@@ -349,7 +349,7 @@ class Session:
         same, where = cx.bitwise_equal(first, second)
         if same:
             return
-        check = cx.compare(second, ref, self.tolerances[k])
+        check = values.compare(second, ref, self.tolerances[k])
         if check.ok:
             self.nondeterministic = True  # both runs within tolerance: nondeterministic, not wrong
             return

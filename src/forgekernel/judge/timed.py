@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from forgekernel.judge import audit, timing
+from forgekernel.judge import audit, timing, values
 from forgekernel.judge import correctness as cx
 from forgekernel.judge.failure import Failure
 from forgekernel.records import Status
@@ -48,7 +48,7 @@ def _verify(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...], r: 
     if check.ok:
         oracle = session.problem.oracle(slot.wl, args)
         for k, (o, ref) in enumerate(zip(outs, oracle, strict=True)):
-            check = cx.compare(o, ref, session.tolerances[k])
+            check = values.compare(o, ref, session.tolerances[k])
             if not check.ok:
                 break
     if not check.ok:
