@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -167,9 +168,13 @@ def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: No
     done = finished(root)
     todo = [p for p in problems if p.slug not in done]
     record = _Recorder(root, on_result)
-    with ThreadPoolExecutor(max_workers=max(1, settings.jobs)) as pool:
-        for future in [pool.submit(run_problem, root, p, settings) for p in todo]:
-            record(future.result())
+    pool = ThreadPoolExecutor(max_workers=max(1, settings.jobs))
+    try:
+        for future in as_completed([pool.submit(run_problem, root, p, settings) for p in todo]):
+            if (row := future.result()) is not None:  # None: interrupted, left for the resume
+                record(row)
+    finally:  # on Ctrl-C the problems not yet started stay unstarted
+        pool.shutdown(wait=True, cancel_futures=True)
     return summary(root)
 
 
@@ -181,8 +186,10 @@ def summary(root: Path) -> dict[str, Any]:
     return bench_summary.write(root, problems, settings, finished(root))
 
 
-def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[str, Any]:
-    """Convert (KernelBench files), run and read back one problem; never raises."""
+def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[str, Any] | None:
+    """Convert (KernelBench files), run and read back one problem; never raises. None when
+    `forge new` or `forge run` was interrupted (Ctrl-C, a signal): the problem is not finished
+    and a later `forge bench` on the bench dir resumes it."""
     start = time.monotonic()
     base = root / "problems" / problem.slug
     base.mkdir(parents=True, exist_ok=True)
@@ -192,10 +199,14 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[s
         args = ["new", problem.source, "--out", str(run_dir), "--agent", settings.agent,
                 "--delivery", settings.delivery, *settings.unsafe_args()]
         out = _forge(args, base / "new.log", 300)
+        if _interrupted(out):
+            return None
         if out.returncode != 0:
             return {**row, **_failed("convert", base / "new.log", out), "wall_s": _since(start)}
     out = _forge(["run", str(run_dir), *settings.run_args()], base / "run.log",
                  60 * settings.minutes + 600)
+    if _interrupted(out):
+        return None
     row.update(_read_run(run_dir))
     if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
         row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
@@ -214,6 +225,12 @@ def _forge(args: list[str], log: Path, timeout_s: float) -> subprocess.Completed
         except subprocess.TimeoutExpired:
             fh.write(f"forge bench: killed after {timeout_s:.0f} s\n")
             return subprocess.CompletedProcess(cmd, 124)
+
+
+def _interrupted(out: subprocess.CompletedProcess) -> bool:
+    """Stopped by Ctrl-C or a signal (forge's exit 130, or a death by signal), not by its own end
+    or bench's time limit (124)."""
+    return out.returncode in (130, -signal.SIGINT, -signal.SIGTERM, -signal.SIGHUP)
 
 
 def _failed(stage: str, log: Path, out: subprocess.CompletedProcess) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from forgekernel.records import (
 )
 from forgekernel.run import agent_views as views
 from forgekernel.run import explain, rundir
-from forgekernel.run.decisions import Flags
+from forgekernel.run.decisions import Flags, budget_spent
 from forgekernel.run.ledger import (
     ConfirmEvent,
     EndEvent,
@@ -307,6 +308,10 @@ class RunSession:
         if needed <= have:
             return []
         path = self.rd.candidate(best.candidate) / "profile.json"
+        if not path.exists() and budget_spent(self.state, self.limits, datetime.now(UTC)):
+            # nothing more will be attempted: a profile could only close a gate no work follows
+            self.emit("note", f"{m.id}'s profile-based gate lines stay open: the budget is spent")
+            return []
         if not path.exists():
             self.emit("note", f"profiling the best ({best.candidate}) for {m.id}'s gate")
             try:
