@@ -184,7 +184,7 @@ def _dict_item(node: ast.AST, key: str) -> ast.AST:
 
 _KNOBS = re.compile(r"^# --- knobs ---\n(?P<body>.*?)^# --- end ---\n", re.M | re.S)
 EXTERN_LIBRARY = {"mm": "gemm", "addmm": "gemm", "bmm": "gemm", "baddbmm": "gemm",
-                  "convolution": "conv"}
+                  "convolution": "conv", "sort": "sort", "topk": "sort"}
 """Inductor extern kernels forge implements in Triton, and the library file holding each."""
 
 
@@ -328,6 +328,9 @@ _LIB_ADAPTER = {
     "convolution": ("\ndef _lib_convolution(x, w, bias, stride, padding, dilation, transposed,"
                     " output_padding, groups):\n    return convolution(x, w, bias, stride, "
                     "padding, dilation, transposed, output_padding, groups)\n"),
+    "sort": "\ndef _lib_sort(x, dim, descending):\n    return sort(x, dim, descending)\n",
+    "topk": ("\ndef _lib_topk(x, k, dim, largest, sorted):\n"
+             "    return topk(x, k, dim, largest, sorted)\n"),
 }
 """forge's library kernels behind the ``forge_lib`` custom ops' argument order."""
 _TORCH_FALLBACK = {
@@ -340,6 +343,10 @@ _TORCH_FALLBACK = {
     "convolution": ("\ndef _lib_convolution(x, w, bias, stride, padding, dilation, transposed,"
                     " output_padding, groups):\n    return torch.convolution(x, w, bias, stride, "
                     "padding, dilation, transposed, output_padding, groups)\n"),
+    "sort": ("\ndef _lib_sort(x, dim, descending):\n"
+             "    return torch.sort(x, dim=dim, descending=descending)\n"),
+    "topk": ("\ndef _lib_topk(x, k, dim, largest, sorted):\n"
+             "    return torch.topk(x, k, dim=dim, largest=largest, sorted=sorted)\n"),
 }
 """PyTorch for the library parts forge has no Triton kernel for (said in the candidate)."""
 

@@ -105,6 +105,8 @@ _LIBRARY_SCHEMAS = {
     "bmm": "(Tensor a, Tensor b) -> Tensor",
     "addmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
     "baddbmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
+    "sort": "(Tensor x, int dim, bool descending) -> (Tensor, Tensor)",
+    "topk": "(Tensor x, SymInt k, int dim, bool largest, bool sorted) -> (Tensor, Tensor)",
 }
 """The library ops forge implements in Triton, as custom-op schemas."""
 
@@ -117,6 +119,8 @@ def _aten_call(name: str) -> Callable[..., Any]:
         return lambda *a: aten(*a)
     if name in ("addmm", "baddbmm"):
         return lambda bias, a, b, beta, alpha: aten(bias, a, b, beta=beta, alpha=alpha)
+    if name == "sort":
+        return lambda x, dim, descending: aten(x, dim, descending)
     return lambda *a: aten(*a)
 
 
@@ -124,13 +128,18 @@ def _register(name: str) -> Any:
     import torch
 
     compute = _aten_call(name)
+
+    def fresh(out: Any, like: Any) -> Any:  # contiguous outputs that alias nothing
+        if isinstance(out, tuple):
+            return tuple(fresh(o, like) for o in out)
+        return like(out)
+
     op = torch.library.custom_op(f"{LIBRARY_NAMESPACE}::{name}", mutates_args=(),
                                  schema=_LIBRARY_SCHEMAS[name])(
-        lambda *a: compute(*a).contiguous())
+        lambda *a: fresh(compute(*a), lambda o: o.contiguous().clone()))
 
     def fake(*a: Any) -> Any:
-        out = compute(*a)
-        return torch.empty(out.shape, dtype=out.dtype, device=out.device)
+        return fresh(compute(*a), lambda o: torch.empty(o.shape, dtype=o.dtype, device=o.device))
 
     op.register_fake(fake)
     return op
@@ -153,6 +162,10 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
         aten.addmm.default: lambda bias, a, b, beta=1, alpha=1: ops["addmm"](bias, a, b, beta, alpha),
         aten.baddbmm.default: lambda bias, a, b, beta=1, alpha=1: ops["baddbmm"](bias, a, b, beta,
                                                                                   alpha),
+        aten.sort.default: lambda x, dim=-1, descending=False: ops["sort"](x, dim, descending),
+        aten.sort.stable: lambda x, *, stable=None, dim=-1, descending=False: ops["sort"](x, dim, descending),
+        aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: ops["topk"](x, k, dim, largest,
+                                                                                     sorted),
         aten.avg_pool2d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 2, *a, **k),
         aten.avg_pool3d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 3, *a, **k),
     }

@@ -1,13 +1,15 @@
 """Self-contained Triton kernels that generated candidates paste in for library calls.
 
-TorchInductor leaves matrix products and convolutions to extern kernels (cuBLAS, cuDNN);
+TorchInductor leaves matrix products, convolutions, sorting and top-k to extern kernels
+(cuBLAS, cuDNN) or ATen;
 forge's generator replaces those calls with its own Triton kernels, taken from the files of
 this package. Each file is a complete Python module (importing only torch, triton,
 triton.language and math) shipped as data, never imported by forge itself:
 
 * ``gemm``: ``mm``, ``addmm``, ``bmm``, ``baddbmm`` (aten semantics), knobs ``GEMM_*``;
 * ``conv``: ``convolution`` (aten.convolution semantics, 1-D/2-D/3-D, groups, transposed),
-  knobs ``CONV_*``.
+  knobs ``CONV_*``;
+* ``sort``: ``sort`` and ``topk`` (values and indices, one row per program), knob ``SORT_*``.
 
 Every module-level name carries the file's prefix (``GEMM_``/``_gemm_``, ``CONV_``/``_conv_``)
 apart from the public functions, so several files can be pasted into one module. The knobs
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-NAMES: tuple[str, ...] = ("gemm", "conv")
+NAMES: tuple[str, ...] = ("gemm", "conv", "sort")
 """The library files, by name (``<name>.py`` in this package)."""
 
 
