@@ -1,7 +1,7 @@
 """Check forge's library kernels (src/forgekernel/generate/library) against float64 torch.
 
 Run as a script in a fresh process; on the CPU set TRITON_INTERPRET=1 first (the tests do):
-``python tests/library_check.py [--device cpu|cuda] [--only gemm|conv] [--knobs JSON]
+``python tests/library_check.py [--device cpu|cuda] [--only gemm|conv|sort] [--knobs JSON]
 [--dtypes float32,bfloat16]``.
 The library files are loaded the way a generated candidate holds them (their text executed
 as one module), each case runs on small shapes and is compared with the aten op evaluated on
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import sys
 import tempfile
 import types
@@ -194,9 +195,65 @@ def conv_cases(lib, r: Gen, dt):
         yield name, got, want, conv_layout(x, w, want.shape)
 
 
+SORT_CASES = [  # name, shape, dim, op, k, descending/largest
+    ("sort rows", (5, 37), -1, "sort", None, False),
+    ("sort rows descending", (3, 64), 1, "sort", None, True),
+    ("sort dim 0", (19, 4), 0, "sort", None, False),
+    ("sort 3-d middle dim", (2, 9, 3), 1, "sort", None, True),
+    ("topk largest", (6, 100), -1, "topk", 7, True),
+    ("topk smallest dim 0", (33, 5), 0, "topk", 4, False),
+    ("topk k = n", (4, 16), -1, "topk", 16, True),
+    ("topk one long row", (1, 700), -1, "topk", 10, True),
+]
+
+
+def sort_input(r: Gen, shape, dt, ties: bool) -> torch.Tensor:
+    """Distinct values (a permutation, so indices are unique), or many ties; negative and
+    positive zeros and large magnitudes included for floats."""
+    n = math.prod(shape)
+    if ties:
+        return torch.randint(-3, 4, (n,), generator=r.g).to(dt).reshape(shape).to(r.device)
+    x = (torch.randperm(n, generator=r.g) - n // 2).double()
+    if dt.is_floating_point:
+        x = x * 0.75
+    return x.to(dt).reshape(shape).to(r.device)
+
+
+def sort_ok(x, dim, got, want) -> bool:
+    """Values bit-equal to torch's; indices that point at those values, each once per row
+    (the order among equal values is not part of topk's contract: torch's own differs)."""
+    (v, i), (wv, wi) = (t.cpu() for t in got), (t.cpu() for t in want)
+    if v.shape != wv.shape or v.dtype != wv.dtype or i.dtype != wi.dtype or not torch.equal(v, wv):
+        return False
+    ordered, n = i.sort(dim=dim).values, i.shape[dim]
+    distinct = bool((ordered.narrow(dim, 1, n - 1) != ordered.narrow(dim, 0, n - 1)).all())
+    return distinct and torch.equal(x.cpu().gather(dim, i), v)
+
+
+def sort_rows(device: str, knobs: dict) -> list[dict]:
+    """sort/topk against torch's stable sort, by :func:`sort_ok`."""
+    lib, rows = load(("sort",), knobs), []
+    for dt in (torch.float32, torch.bfloat16, torch.int8):
+        for name, shape, dim, op, k, flag in SORT_CASES:
+            for ties in (False, True):
+                x = sort_input(Gen(device), shape, dt, ties)
+                if op == "sort":
+                    got = lib.sort(x, dim, flag)
+                    want = torch.sort(x, dim=dim, descending=flag, stable=True)
+                else:
+                    got = lib.topk(x, k, dim, flag)
+                    full = torch.sort(x, dim=dim, descending=flag, stable=True)
+                    want = tuple(t.narrow(dim, 0, k) for t in full)
+                ok = sort_ok(x, dim, got, want)
+                rows.append({"family": "sort", "case": name + (" ties" if ties else ""),
+                             "dtype": str(dt).split(".")[1], "err": 0.0 if ok else float("inf"),
+                             "ok": ok, "is_out": True, "layout_ok": all(g.is_contiguous() for g in got)})
+    return rows
+
+
 def run(device: str, only: str | None, knobs: dict,
         dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[dict]:
-    rows = []
+    rows = sort_rows(device, knobs) if only in (None, "sort") else []
     for family, cases, files in (("gemm", gemm_cases, ("gemm",)), ("conv", conv_cases, ("conv",))):
         if only and family != only:
             continue
@@ -217,7 +274,7 @@ def run(device: str, only: str | None, knobs: dict,
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", choices=("gemm", "conv"))
+    ap.add_argument("--only", choices=("gemm", "conv", "sort"))
     ap.add_argument("--knobs", default="{}")
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
     args = ap.parse_args(argv)

@@ -73,3 +73,33 @@ def test_a_run_that_judged_nothing_is_named_by_its_error(tmp_path):
     failure = bench.summary(root)["failures"][0]
     assert failure["why"] == "the reference draws random numbers"
     assert "the reference draws random numbers" in (root / "summary.md").read_text()
+
+
+def test_an_interrupted_bench_leaves_the_running_problem_unfinished(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal or `timeout` sends it) while a problem's
+    `forge new` runs: bench exits 130, records nothing for that problem and starts no other, so a
+    later `forge bench` on the dir runs both."""
+    import os
+    import signal
+    import time
+
+    slow = tmp_path / "slow_relu.py"
+    slow.write_text("import time\ntime.sleep(120)\n" + (REPO / "tests/fixtures/kernelbench/2_relu.py").read_text())
+    other = tmp_path / "other_relu.py"
+    other.write_text((REPO / "tests/fixtures/kernelbench/2_relu.py").read_text())
+    out = tmp_path / "b"
+    proc = subprocess.Popen([sys.executable, "-m", "forgekernel.cli", "bench", str(slow), str(other),
+                             "--out", str(out), "--delivery", "cpu", "--max-iterations", "1"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    log = out / "problems" / "slow_relu" / "new.log"
+    deadline = time.monotonic() + 60
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)
+    os.killpg(proc.pid, signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output
+    assert bench.finished(out) == {}
+    assert not (out / "problems" / "other_relu").exists()

@@ -102,6 +102,26 @@ def test_gate_impasse_triggers_a_replan(tmp_path):
     assert "gate impasse at M0: 'dram_pct >= 70' (not measured: dram_pct)" in outcome.reason
 
 
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_the_best_is_profiled_for_a_gate_only_while_work_can_follow(tmp_path, iterations):
+    """A gate line that needs a profile (dram_pct) profiles the best, unless the budget is
+    spent: then no attempt could follow, and the run says the line stays open."""
+    calls, notes = [], []
+
+    def profiler(task, runner, src):
+        if src is not None:  # None: the reference, profiled once at the start
+            calls.append(src)
+        return []
+
+    root = new_run(tmp_path)
+    coder, architect = agents(write_script(tmp_path / "s.json", [step("torch_fast.py", "M0.1")] * 2,
+                                           ("plan_impasse.toml",)))
+    engine.run(root, coder, architect, judge, CPU, limits={"iterations": iterations}, profiler=profiler,
+               progress=lambda ev: notes.append(ev.message))
+    spent = [n for n in notes if "stay open: the budget is spent" in n]
+    assert (len(calls), len(spent)) == ((0, 1) if iterations == 1 else (1, 0))
+
+
 def test_a_changed_candidate_is_not_judged(tmp_path):
     root = new_run(tmp_path)
     script = write_script(tmp_path / "s.json", [step("torch_fast.py")])

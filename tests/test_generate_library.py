@@ -1,8 +1,8 @@
-"""The generator's library kernels (forgekernel.generate.library): gemm.py and conv.py.
+"""The generator's library kernels (forgekernel.generate.library): gemm.py, conv.py, sort.py.
 
 The numeric checks run in fresh processes with TRITON_INTERPRET=1 (tests/library_check.py):
 every case of mm/addmm/bmm/baddbmm and convolution in fp32, fp16 and bf16 against the aten
-op on float64 copies, once at the default knobs and once (fp32) with 16-wide blocks so that
+op on float64 copies (sort/topk: values and indices equal to torch's stable sort), once at the default knobs and once (fp32) with 16-wide blocks so that
 every loop runs several steps and the grouped order and batch chunking are exercised. The
 sm_90 check compiles representative launches ahead of time (tests/library_static.py).
 """
@@ -28,15 +28,17 @@ CHECK = REPO / "tests" / "library_check.py"
 STATIC = REPO / "tests" / "library_static.py"
 SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM_GROUP_M": 2,
                "GEMM_ALLOW_TF32": 0, "_gemm_grid_y_max": 2, "CONV_BLOCK_M": 16,
-               "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0}
+               "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0,
+               "SORT_MAX_ROW": 64}
 KNOBS = {
     "gemm": ("GEMM_BLOCK_M = 128", "GEMM_BLOCK_N = 128", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
     "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
              "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1"),
+    "sort": ("SORT_MAX_ROW = ",),
 }
-PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}}
-PREFIX = {"gemm": ("GEMM_", "_gemm_"), "conv": ("CONV_", "_conv_")}
+PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}, "sort": {"sort", "topk"}}
+PREFIX = {"gemm": ("GEMM_", "_gemm_"), "conv": ("CONV_", "_conv_"), "sort": ("SORT_", "_sort_")}
 
 
 def _run(script: Path, *args: str, interpret: bool = True) -> list[dict]:
@@ -58,14 +60,14 @@ def _assert_rows(rows: list[dict], families: set[str]) -> None:
 
 
 def test_source_and_names():
-    assert library.NAMES == ("gemm", "conv")
+    assert library.NAMES == ("gemm", "conv", "sort")
     for name in library.NAMES:
         assert library.source(name).startswith('"""forge library ')
     with pytest.raises(KeyError):
         library.source("nope")
 
 
-@pytest.mark.parametrize("name", ["gemm", "conv"])
+@pytest.mark.parametrize("name", ["gemm", "conv", "sort"])
 def test_file_shape(name):
     """Knob header, docstring, imports, prefixed names, small functions."""
     text = library.source(name)
@@ -98,7 +100,7 @@ def test_files_paste_into_one_module(tmp_path):
     spec = importlib.util.spec_from_file_location("candidate_kernel", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution"))
+    assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution", "sort", "topk"))
     assert mod.GEMM_BLOCK_M == 128 and mod.CONV_ALLOW_TF32 == 1
 
 
@@ -117,12 +119,12 @@ def test_error_measure_flags_wrong_values():
 
 
 def test_library_matches_aten_under_interpreter():
-    _assert_rows(_run(CHECK), {"gemm", "conv"})
+    _assert_rows(_run(CHECK), {"gemm", "conv", "sort"})
 
 
 def test_library_small_blocks_under_interpreter():
     _assert_rows(_run(CHECK, "--dtypes", "float32", "--knobs", json.dumps(SMALL_KNOBS)),
-                 {"gemm", "conv"})
+                 {"gemm", "conv", "sort"})  # sort: rows over 64 take the torch path
 
 
 def test_library_compiles_for_sm90_without_spills():

@@ -28,7 +28,7 @@ import triton.language as tl
 SORT_MAX_ROW = 16384
 # --- end ---
 
-_SORT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.int32, torch.int16,
+_sort_dtypes = (torch.float16, torch.bfloat16, torch.float32, torch.int32, torch.int16,
                 torch.int8, torch.uint8)
 
 
@@ -87,7 +87,7 @@ def _sort_select(x, dim, descending, k):
 
 def _sort_covered(x, dim):
     n = x.shape[dim] if x.dim() else 1
-    return x.dtype in _SORT_DTYPES and n <= SORT_MAX_ROW
+    return x.dtype in _sort_dtypes and n <= SORT_MAX_ROW
 
 
 def sort(x, dim=-1, descending=False):
