@@ -204,6 +204,7 @@ SORT_CASES = [  # name, shape, dim, op, k, descending/largest
     ("topk smallest dim 0", (33, 5), 0, "topk", 4, False),
     ("topk k = n", (4, 16), -1, "topk", 16, True),
     ("topk one long row", (1, 700), -1, "topk", 10, True),
+    ("topk many short rows", (300, 6), -1, "topk", 3, True),
 ]
 
 

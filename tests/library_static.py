@@ -68,6 +68,11 @@ CALLS = {  # file -> [(name, call on the loaded module)]
             meta(4, 64, 16, 28, 28, dtype=F, layout="cl"), meta(64, 64, 3, 3, 3, dtype=F), None,
             [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)),
     ],
+    "sort": [
+        ("topk fp32 8192x2048 k=8", lambda s: s.topk(meta(8192, 2048, dtype=F), 8)),
+        ("sort bf16 rows of 8192", lambda s: s.sort(meta(64, 8192))),
+        ("sort fp16 short rows 65536x32 descending", lambda s: s.sort(meta(65536, 32, dtype=H), -1, True)),
+    ],
 }
 
 

@@ -1,11 +1,11 @@
 """forge library sort: Triton stand-ins for aten sort and topk (values and indices).
 
-TorchInductor leaves sorting and top-k selection to ATen. Here one program orders one row
-(the sorted dimension moved last) held whole in registers: each element becomes a 64-bit
-key, its value mapped to a signed integer of the same order in the high half (a float's bits
-with the magnitude bits flipped when negative; NaN above +inf, as torch orders it; inverted
-for a descending order) and its column in the low half, so that one ``tl.sort`` of the keys
-orders the values and carries their indices, ties broken by the lower index. The values are
+TorchInductor leaves sorting and top-k selection to ATen. Here one program orders whole rows
+(the sorted dimension moved last; one row, or several short ones) held in registers: each
+element becomes a 64-bit key, its value mapped to a signed integer of the same order in the high half (a float's bits
+with the magnitude bits flipped when negative; every NaN above +inf, as torch orders it; inverted
+for a descending order) and its column in the low half, so that one sort of the keys (a
+bitonic network) orders the values and carries their indices, ties broken by the lower index. The values are
 then read back at those indices (a gather from the row just read, so any dtype's values come
 back bit for bit) and the first ``k`` of each row stored.
 
@@ -17,7 +17,8 @@ Covered: float16, bfloat16 and float32 values, and integers that fit in 32 bits;
 to SORT_MAX_ROW elements. Anything else (float64, int64, longer rows) is handed to PyTorch
 by the same functions, and the judge counts that as eager compute.
 
-Knobs (header below): SORT_MAX_ROW, the longest row one program sorts in registers.
+Knobs (header below): SORT_MAX_ROW, the longest row one program sorts in registers;
+SORT_PROGRAM_ELEMS, how many elements one program sorts (short rows go several to a program).
 """
 
 import torch
@@ -25,7 +26,8 @@ import triton
 import triton.language as tl
 
 # --- knobs ---
-SORT_MAX_ROW = 16384
+SORT_MAX_ROW = 8192
+SORT_PROGRAM_ELEMS = 4096
 # --- end ---
 
 _sort_dtypes = (torch.float16, torch.bfloat16, torch.float32, torch.int32, torch.int16,
@@ -33,14 +35,41 @@ _sort_dtypes = (torch.float16, torch.bfloat16, torch.float32, torch.int32, torch
 
 
 @triton.jit
-def _sort_rows(X, V, Idx, n, k, stride_x, stride_o,
-               BLOCK: tl.constexpr, DESC: tl.constexpr, FLOAT: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    inside = cols < n
-    x = tl.load(X + row * stride_x + cols, mask=inside, other=0)
+def _sort_exchange(x, ROWS: tl.constexpr, BLOCK: tl.constexpr, HALF: tl.constexpr,
+                   SPAN: tl.constexpr):
+    """One compare-exchange step: elements HALF apart swapped into order, descending in the
+    blocks of SPAN whose index has the SPAN bit set (ascending throughout when SPAN = BLOCK)."""
+    groups: tl.constexpr = BLOCK // (2 * HALF)
+    pairs = tl.reshape(x, [ROWS, groups, 2, HALF])
+    lo = tl.min(pairs, axis=2, keep_dims=True)
+    hi = tl.max(pairs, axis=2, keep_dims=True)
+    down = (((tl.arange(0, groups) * (2 * HALF)) & SPAN) != 0)[None, :, None, None]
+    first = tl.arange(0, 2)[None, None, :, None] == 0
+    return tl.reshape(tl.where(first == down, hi, lo), [ROWS, BLOCK])
+
+
+@triton.jit
+def _sort_bitonic(x, ROWS: tl.constexpr, BLOCK: tl.constexpr, LOG: tl.constexpr):
+    """Each row of ``x`` ([ROWS, BLOCK], BLOCK = 2**LOG, distinct keys) in ascending order: a
+    bitonic network whose compare-exchange steps are a min and a max over pairs viewed as an axis
+    of 2 (plain reductions, which the interpreter runs vectorised, unlike tl.sort's xor scan)."""
+    for stage in tl.static_range(1, LOG + 1):
+        for step in tl.static_range(stage):
+            x = _sort_exchange(x, ROWS, BLOCK, 1 << (stage - 1 - step), 1 << stage)
+    return x
+
+
+@triton.jit
+def _sort_rows(X, V, Idx, m, n, k, stride_x, stride_o,
+               ROWS: tl.constexpr, BLOCK: tl.constexpr, LOG: tl.constexpr, DESC: tl.constexpr,
+               FLOAT: tl.constexpr):
+    rows = (tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS))[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    inside = (rows < m) & (cols < n)
+    x = tl.load(X + rows * stride_x + cols, mask=inside, other=0)
     if FLOAT:
-        bits = x.to(tl.float32).to(tl.int32, bitcast=True)
+        wide = x.to(tl.float32)
+        bits = tl.where(wide != wide, 0x7FC00000, wide.to(tl.int32, bitcast=True))
         order = bits ^ ((bits >> 31) & 0x7FFFFFFF)
     else:
         order = x.to(tl.int32)
@@ -48,16 +77,16 @@ def _sort_rows(X, V, Idx, n, k, stride_x, stride_o,
         order = ~order
     key = (order.to(tl.int64) << 32) | cols.to(tl.int64)
     key = tl.where(inside, key, 0x7FFFFFFFFFFFFFFF)
-    ranked = tl.sort(key)
+    ranked = _sort_bitonic(key, ROWS, BLOCK, LOG)
     col = (ranked & 0xFFFFFFFF).to(tl.int32)
-    keep = cols < k
-    values = tl.load(X + row * stride_x + col, mask=keep, other=0)
-    tl.store(V + row * stride_o + cols, values, mask=keep)
-    tl.store(Idx + row * stride_o + cols, col.to(tl.int64), mask=keep)
+    keep = (rows < m) & (cols < k)
+    values = tl.load(X + rows * stride_x + col, mask=keep, other=0)
+    tl.store(V + rows * stride_o + cols, values, mask=keep)
+    tl.store(Idx + rows * stride_o + cols, col.to(tl.int64), mask=keep)
 
 
-def _sort_warps(block):
-    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+def _sort_warps(elems):
+    return 4 if elems <= 1024 else 8 if elems <= 4096 else 16
 
 
 def _sort_select(x, dim, descending, k):
@@ -73,10 +102,13 @@ def _sort_select(x, dim, descending, k):
     values = torch.empty((rows.shape[0], kk), dtype=x.dtype, device=x.device)
     indices = torch.empty((rows.shape[0], kk), dtype=torch.int64, device=x.device)
     if rows.shape[0] and kk:
-        block = triton.next_power_of_2(n)
-        _sort_rows[(rows.shape[0],)](rows, values, indices, n, kk, rows.stride(0), kk,
-                                     BLOCK=block, DESC=bool(descending),
-                                     FLOAT=x.is_floating_point(), num_warps=_sort_warps(block))
+        m, block = rows.shape[0], triton.next_power_of_2(n)
+        per = min(max(1, SORT_PROGRAM_ELEMS // block), triton.next_power_of_2(m))
+        _sort_rows[(triton.cdiv(m, per),)](rows, values, indices, m, n, kk, rows.stride(0), kk,
+                                           ROWS=per, BLOCK=block, LOG=block.bit_length() - 1,
+                                           DESC=bool(descending),
+                                           FLOAT=x.is_floating_point(),
+                                           num_warps=_sort_warps(per * block))
     shape = (*moved.shape[:-1], kk)
     values = values.reshape(shape).movedim(-1, dim).contiguous()
     indices = indices.reshape(shape).movedim(-1, dim).contiguous()
