@@ -166,9 +166,38 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
         aten.sort.stable: lambda x, *, stable=None, dim=-1, descending=False: ops["sort"](x, dim, descending),
         aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: ops["topk"](x, k, dim, largest,
                                                                                      sorted),
+        aten._embedding_bag.default: _embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 2, *a, **k),
         aten.avg_pool3d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 3, *a, **k),
     }
+
+
+def _embedding_bag_as_index_add(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False,
+                                mode: int = 0, sparse: bool = False, per_sample_weights: Any = None,
+                                include_last_offset: bool = False, padding_idx: int = -1) -> Any:
+    """EmbeddingBag's sum and mean (which Inductor hands to ATen) as plain tensor ops Inductor
+    lowers: each index's bag found by ``bucketize`` in the offsets, the gathered rows (scaled
+    by the per-sample weights, padding rows zeroed) added into their bags by ``index_add``, a
+    mean divided by the bag's count (an empty bag is zeros, as in ATen). The max mode and 2-D
+    indices are left to ATen (NotImplemented)."""
+    import torch
+
+    if mode not in (0, 1) or indices.dim() != 1:
+        return NotImplemented
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    where = torch.arange(indices.shape[0], device=indices.device, dtype=offsets.dtype)
+    bag = torch.bucketize(where, offsets[:bags], right=True) - 1
+    rows = weight[indices]
+    keep = torch.ones_like(indices, dtype=weight.dtype) if padding_idx < 0 else (indices != padding_idx).to(weight.dtype)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(-1).to(weight.dtype)
+    rows = rows * keep.unsqueeze(-1)
+    out = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=weight.device).index_add(0, bag, rows)
+    count = torch.zeros((bags,), dtype=weight.dtype, device=weight.device).index_add(0, bag, keep)
+    if mode == 1:
+        out = out / count.clamp(min=1).unsqueeze(-1)
+    size = count.to(torch.int64)
+    return out, bag, size, torch.zeros_like(size)
 
 
 AVG_POOL_WINDOW_MAX = 25
