@@ -592,3 +592,32 @@ def test_comparing_a_large_output_keeps_its_temporaries_bounded(tmp_path):
                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
     ok, grew_mib = out.stdout.split()
     assert ok == "True" and int(grew_mib) < 400, out.stdout
+
+
+def test_a_pool_out_of_device_memory_releases_the_cache_once_then_names_its_size():
+    """The verifier's pools come from the driver, which cannot reuse blocks PyTorch's caching
+    allocator holds freed: out of memory, those are released and the allocation tried once more
+    (KernelBench's 6 GiB elementwise workloads ran the H200 out of memory without it)."""
+    from forgekernel.judge.ipc import allocate_or_release
+
+    calls, released = [], []
+
+    def fails(times: int, message: str = "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY"):
+        def alloc():
+            calls.append(1)
+            if len(calls) <= times:
+                raise RuntimeError(message)
+        return alloc
+
+    allocate_or_release(fails(0), lambda: released.append(1), 1 << 30)
+    assert (len(calls), released) == (1, [])
+    calls.clear()
+    allocate_or_release(fails(1), lambda: released.append(1), 1 << 30)
+    assert (len(calls), released) == (2, [1])
+    calls.clear()
+    with pytest.raises(RuntimeError, match=r"OUT_OF_MEMORY for a pool of 3\.00 GiB"):
+        allocate_or_release(fails(2), lambda: None, 3 << 30)
+    calls.clear()
+    with pytest.raises(RuntimeError, match="INVALID_CONTEXT"):  # other errors: at once
+        allocate_or_release(fails(1, "cuMemAlloc: CUDA_ERROR_INVALID_CONTEXT"), lambda: released.append(2), 1)
+    assert released == [1]

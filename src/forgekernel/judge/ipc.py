@@ -78,8 +78,12 @@ class ExportedPool:
         self.lib = _driver()
         self.nbytes = max(int(nbytes), ALIGN)
         ptr = ctypes.c_uint64()
-        _check(self.lib, self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(self.nbytes)),
-               "cuMemAlloc")
+
+        def alloc() -> None:
+            _check(self.lib, self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(self.nbytes)),
+                   "cuMemAlloc")
+
+        allocate_or_release(alloc, _release_cached, self.nbytes)
         self.base = ptr.value
         handle = _Handle()
         _check(self.lib, self.lib.cuIpcGetMemHandle(ctypes.byref(handle), ctypes.c_uint64(self.base)),
@@ -98,6 +102,34 @@ class ExportedPool:
         if self.base:
             self.lib.cuMemFree_v2(ctypes.c_uint64(self.base))
             self.base = 0
+
+
+def allocate_or_release(alloc: Any, release: Any, nbytes: int) -> None:
+    """``alloc()``; when the device is out of memory, ``release()`` (what the verifier's own
+    caching allocator holds unused: a pool comes from the driver, which cannot reuse those
+    blocks) and once more; still out of memory: a RuntimeError naming the size."""
+    try:
+        alloc()
+        return
+    except RuntimeError as exc:
+        if "OUT_OF_MEMORY" not in str(exc):
+            raise
+    release()
+    try:
+        alloc()
+    except RuntimeError as exc:
+        if "OUT_OF_MEMORY" not in str(exc):
+            raise
+        raise RuntimeError(f"cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY for a pool of {nbytes / 2**30:.2f} GiB "
+                           "(the workload's inputs and outputs do not fit on the device beside the "
+                           "judge's own copies)") from None
+
+
+def _release_cached() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
 
 
 def slice_bytes(s: Slice) -> int:
