@@ -503,3 +503,53 @@ def test_the_embedding_bag_decomposition_matches_aten(mode, padding_idx, weighte
     got = _embedding_bag_as_index_add(weight, indices, offsets, False, mode, False, psw, last, padding_idx)[0]
     torch.testing.assert_close(got, want)
     assert _embedding_bag_as_index_add(weight, indices, offsets, mode=2) is NotImplemented  # max: ATen
+
+
+MEDIAN_AND_KTH = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        med = torch.median(x, dim=1, keepdim=True).values
+        kth = torch.kthvalue(x, self.k, dim=-1).values
+        return (x - med) * kth.unsqueeze(-1)
+
+
+rows = 10
+cols = 21
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return [4]
+'''
+
+
+def test_median_and_kthvalue_run_on_forges_sort(tmp_path):
+    """median and kthvalue along a dimension, which Inductor leaves to ATen, are picked from
+    forge's own row sort: the candidate passes with neither left to ATen."""
+    _generate_and_judge(_converted(tmp_path, MEDIAN_AND_KTH), tmp_path,
+                        lambda text: "extern_kernels.sort(" in text and "torch.ops.aten.median" not in text
+                        and "torch.ops.aten.kthvalue" not in text)
+
+
+def test_median_picks_a_nan_as_aten_does():
+    import torch
+
+    from forgekernel.generate.inductor import _select_sorted
+
+    x = torch.tensor([[3.0, 1.0, 2.0, 5.0], [4.0, float("nan"), 0.0, 1.0]])
+    values, indices = _select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x, 1, False, None)
+    want = torch.median(x, dim=1)
+    assert values[0] == want.values[0] and indices[0] == want.indices[0]
+    assert torch.isnan(values[1]) and torch.isnan(x[1, indices[1]])
+    kth = _select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x[:1], -1, True, 2)
+    assert kth[0].tolist() == [[3.0]] and kth[1].tolist() == [[0]]

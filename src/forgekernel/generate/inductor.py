@@ -166,10 +166,37 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
         aten.sort.stable: lambda x, *, stable=None, dim=-1, descending=False: ops["sort"](x, dim, descending),
         aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: ops["topk"](x, k, dim, largest,
                                                                                      sorted),
+        aten.median.dim: lambda x, dim, keepdim=False: _select_sorted(ops["sort"], x, dim, keepdim, None),
+        aten.kthvalue.default: lambda x, k, dim=-1, keepdim=False: _select_sorted(ops["sort"], x, dim, keepdim,
+                                                                                  k - 1),
         aten._embedding_bag.default: _embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 2, *a, **k),
         aten.avg_pool3d.default: lambda *a, **k: _avg_pool_as_conv(ops["convolution"], 3, *a, **k),
     }
+
+
+def _select_sorted(sort: Any, x: Any, dim: int, keepdim: bool, rank: Any) -> Any:
+    """median (``rank`` None: the lower middle, or a NaN when the row holds one, as ATen's
+    median gives) or kthvalue (``rank`` = k - 1) along ``dim``, as (values, indices) picked from
+    forge's sort of the row (NaNs sort last). Indices among equal values may differ from
+    ATen's, which does not promise one."""
+    import torch
+
+    if x.dim() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    values, indices = sort(x, dim, False)
+    n = x.shape[dim]
+    if rank is None:
+        middle, last = values.select(dim, (n - 1) // 2), values.select(dim, n - 1)
+        nan = torch.isnan(last) if x.is_floating_point() else torch.zeros_like(last, dtype=torch.bool)
+        value = torch.where(nan, last, middle)
+        index = torch.where(nan, indices.select(dim, n - 1), indices.select(dim, (n - 1) // 2))
+    else:
+        value, index = values.select(dim, rank), indices.select(dim, rank)
+    if keepdim:
+        value, index = value.unsqueeze(dim), index.unsqueeze(dim)
+    return value, index
 
 
 def _embedding_bag_as_index_add(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False,
