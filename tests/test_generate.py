@@ -553,3 +553,36 @@ def test_median_picks_a_nan_as_aten_does():
     assert torch.isnan(values[1]) and torch.isnan(x[1, indices[1]])
     kth = _select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x[:1], -1, True, 2)
     assert kth[0].tolist() == [[3.0]] and kth[1].tolist() == [[0]]
+
+
+GATED_HALVES = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        a, b = x.chunk(2, dim=-1)
+        return torch.relu(a).square() * b
+
+
+tokens, hidden = 64, 48
+
+
+def get_inputs():
+    return [torch.randn(tokens, 2 * hidden)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_plan_reads_row_lengths_given_as_expressions(tmp_path):
+    """A converted input whose last size is an expression over the axes ("2 * hidden") is sized
+    by evaluating it (the architect's structure ranking raised KeyError on it)."""
+    from forgekernel.agents import builtin_generated, builtin_plan
+
+    task = _converted(tmp_path, GATED_HALVES)
+    assert "2 * hidden" in next(iter(task.inputs.values())).shape
+    match = builtin_generated.resolve(task, (Path(task.root) / "reference.py").read_text())
+    assert [t.name for t in builtin_plan.ranked_structures(task, match, gpu=False)] == ["generated"]

@@ -134,3 +134,20 @@ def test_a_kernel_that_reads_nothing_where_the_answer_ignores_the_inputs_passes(
     verdict = judge(task, fixtures / "exclusive_cumsum_kernel", make_runner("cpu"),
                     JudgeOptions(trials=2, timing=False, hidden=False, timeout_s=120))
     assert verdict.status is Status.PASSED, verdict.reason
+
+
+def test_an_answer_the_fp32_reference_gives_passes_where_it_misses_the_float64_oracle(tmp_path):
+    """Rounding at values where fp32 and float64 land on different sides: a kernel computing
+    as the reference does is 0.1 off the oracle at many elements; the judge's second opinion,
+    the reference itself in its own dtype on the same values, accepts it (a KernelBench-style
+    fixed tolerance leaves no calibrated room for it). An answer off both is still wrong."""
+    fixtures = ROOT / "tests" / "fixtures" / "tasks"
+    task = load_task(fixtures / "round_tenths")
+    opts = JudgeOptions(trials=2, timing=False, hidden=False, timeout_s=120)
+    timed = JudgeOptions(trials=2, timing=True, hidden=False, timeout_s=120)  # timed calls are checked too
+    verdict = judge(task, fixtures / "round_tenths_kernel", make_runner("cpu"), timed)
+    assert verdict.status is Status.PASSED, verdict.reason
+    off = (fixtures / "round_tenths_kernel" / "kernel.py").read_text()
+    (tmp_path / "kernel.py").write_text(off.replace("r / 10.0, mask", "(r + 1.0) / 10.0, mask"))
+    verdict = judge(task, tmp_path, make_runner("cpu"), opts)
+    assert verdict.status is Status.WRONG_VALUES, verdict.reason

@@ -19,6 +19,7 @@ from forgekernel import templates
 from forgekernel.agents.base import ArchitectContext
 from forgekernel.agents.builtin_ops import OpMatch
 from forgekernel.records import Curriculum, DecisionRow, Gate, Milestone, TaskSpec
+from forgekernel.task import shape_of
 
 TARGET_SOL = {"memory": 75.0, "compute": 60.0}
 """%SOL a good template reaches, by bound: the basis of predicted speedups."""
@@ -88,8 +89,7 @@ def ranked_structures(task: TaskSpec, match: OpMatch, gpu: bool = True) -> list[
     interpreter), unless the task allows nothing else."""
     wls = task.gpu_workloads() or task.workloads
     first = next(iter(task.inputs.values()))
-    lengths = [wl.axes[d] if isinstance(d, str) else d
-               for wl in wls for d in first.shape[-1:]]
+    lengths = [n for wl in wls for n in shape_of(first, wl.axes)[-1:]]  # entries may be expressions
 
     def score(tpl: templates.Template) -> float:
         kind = tpl.name.rsplit("_", 1)[-1]

@@ -316,18 +316,32 @@ class Session:
         with self.spent("oracle"):
             oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
         with self.spent("compare"):
-            self._checks(slot, kept, out2, oracle, after or args, up)
+            self._checks(slot, kept, out2, oracle, after or args, up, pristine)
 
     def _checks(self, slot: Slot, kept: list[Any], out2: Any, oracle: Any, after: list[Any],
-                up: list[Any]) -> None:
+                up: list[Any], pristine: list[Any]) -> None:
         for k, (out, ref) in enumerate(zip(kept, oracle, strict=True)):
-            self.values(slot, k, out, ref)
+            check = values.compare(out, ref, self.tolerances[k])
+            if not check.ok and self.matches_reference(slot, pristine, k, out):
+                continue
+            slot.record(k, check)
+            if not check.ok:
+                self.fail(slot, Status.WRONG_VALUES, check, output=k)
         for k, (a, b) in enumerate(zip(kept, out2, strict=True)):
             self.repeatable(slot, k, a, b, oracle[k])
         for j in self.mutating:
             self.values(slot, len(kept) + j, after[j], up[j], tol=self._input_tol(j))
         ref_print = (0, 0) if values.negligible(oracle[0]) else values.fingerprint(oracle[0])  # noise: no signal
         slot.prints.append((values.fingerprint(kept[0]), ref_print))
+
+    def matches_reference(self, slot: Slot, args: list[Any], k: int, out: Any) -> bool:
+        """Output ``k`` within tolerance of the reference run here in its own dtypes on the same
+        values, where it missed the float64 oracle: the second opinion for answers that change
+        by a step where the reference's own precision lands them (a rounding at a quantisation
+        boundary), which the reference itself gets as far from the oracle."""
+        with self.spent("second_opinion"):
+            refs = self.problem.reference(slot.wl, inp.clone_args(args))
+            return k < len(refs) and values.compare(out, refs[k], self.tolerances[k]).ok
 
     def _input_tol(self, j: int) -> cx.OutputTolerance:
         dtype = self.input_dtypes[j]
