@@ -491,7 +491,7 @@ def test_the_embedding_bag_decomposition_matches_aten(mode, padding_idx, weighte
     weights, an empty bag, offsets with the last one included."""
     import torch
 
-    from forgekernel.generate.inductor import _embedding_bag_as_index_add
+    from forgekernel.generate.rewrites import embedding_bag_as_index_add
 
     g = torch.Generator().manual_seed(0)
     weight = torch.randn(10, 4, generator=g, dtype=torch.float64)
@@ -500,9 +500,9 @@ def test_the_embedding_bag_decomposition_matches_aten(mode, padding_idx, weighte
     psw = torch.rand(9, generator=g, dtype=torch.float64) if weighted else None
     want = torch.ops.aten._embedding_bag.default(weight, indices, offsets, False, mode, False, psw, last,
                                                  padding_idx)[0]
-    got = _embedding_bag_as_index_add(weight, indices, offsets, False, mode, False, psw, last, padding_idx)[0]
+    got = embedding_bag_as_index_add(weight, indices, offsets, False, mode, False, psw, last, padding_idx)[0]
     torch.testing.assert_close(got, want)
-    assert _embedding_bag_as_index_add(weight, indices, offsets, mode=2) is NotImplemented  # max: ATen
+    assert embedding_bag_as_index_add(weight, indices, offsets, mode=2) is NotImplemented  # max: ATen
 
 
 MEDIAN_AND_KTH = '''import torch
@@ -544,14 +544,14 @@ def test_median_and_kthvalue_run_on_forges_sort(tmp_path):
 def test_median_picks_a_nan_as_aten_does():
     import torch
 
-    from forgekernel.generate.inductor import _select_sorted
+    from forgekernel.generate.rewrites import select_sorted
 
     x = torch.tensor([[3.0, 1.0, 2.0, 5.0], [4.0, float("nan"), 0.0, 1.0]])
-    values, indices = _select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x, 1, False, None)
+    values, indices = select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x, 1, False, None)
     want = torch.median(x, dim=1)
     assert values[0] == want.values[0] and indices[0] == want.indices[0]
     assert torch.isnan(values[1]) and torch.isnan(x[1, indices[1]])
-    kth = _select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x[:1], -1, True, 2)
+    kth = select_sorted(lambda t, d, desc: torch.sort(t, stable=True, dim=d, descending=desc), x[:1], -1, True, 2)
     assert kth[0].tolist() == [[3.0]] and kth[1].tolist() == [[0]]
 
 

@@ -214,9 +214,9 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
     if wrapper.returns != lowered.outputs:
         raise LoweringError(f"Inductor's call returns {wrapper.returns} tensors where the reference "
                             f"returns {lowered.outputs} (outputs that alias inputs are not supported)")
-    _check_helpers(wrapper)
-    pieces = ["runtime", *sorted({EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY
-                                  and _available(EXTERN_LIBRARY[e])})]
+    helpers = _helper_files(wrapper)
+    pieces = ["runtime", *helpers, *sorted({EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY
+                                            and _available(EXTERN_LIBRARY[e])})]
     split = [_piece(p) for p in pieces]
     library = _library_notes(wrapper)
     parts = [_docstring(lowered, wrapper, library, title), _IMPORTS.format(
@@ -253,14 +253,24 @@ def _interpret_blocks(pieces: list[str]) -> str:
             + "\n".join(rows) + "\n")
 
 
-def _check_helpers(wrapper: Wrapper) -> None:
-    """Every device helper the kernels call must exist in forge's runtime."""
-    have = set(re.findall(r"^def (_th_\w+)\(", library_source("runtime"), re.M))
+HELPER_FILES = ("runtime", "search")
+"""Library files defining the device helpers (``_th_*``) Inductor's kernels call: the runtime
+always pasted, the others only when a kernel calls one of theirs."""
+
+
+def _helper_files(wrapper: Wrapper) -> list[str]:
+    """The helper files beyond the runtime that the kernels need; every helper they call must
+    exist in one of :data:`HELPER_FILES`."""
+    defined = {f: set(re.findall(r"^def (_th_\w+)\(", library_source(f), re.M)) for f in HELPER_FILES}
+    have = set().union(*defined.values())
+    called: set[str] = set()
     for k in wrapper.kernels:
-        missing = sorted(set(re.findall(r"\b(_th_\w+)\(", k.source)) - have)
-        if missing:
+        calls = set(re.findall(r"\b(_th_\w+)\(", k.source))
+        if missing := sorted(calls - have):
             raise LoweringError(f"kernel {k.name} calls Inductor's helper {missing[0][4:]}, which "
                                 "forge's runtime does not provide")
+        called |= calls
+    return [f for f in HELPER_FILES[1:] if defined[f] & called]
 
 
 def _available(name: str) -> bool:

@@ -335,10 +335,8 @@ class Session:
         slot.prints.append((values.fingerprint(kept[0]), ref_print))
 
     def matches_reference(self, slot: Slot, args: list[Any], k: int, out: Any) -> bool:
-        """Output ``k`` within tolerance of the reference run here in its own dtypes on the same
-        values, where it missed the float64 oracle: the second opinion for answers that change
-        by a step where the reference's own precision lands them (a rounding at a quantisation
-        boundary), which the reference itself gets as far from the oracle."""
+        """Output ``k`` within tolerance of the reference, run here in its own dtypes on the same
+        values (a second opinion where the float64 oracle was missed: a rounding step)."""
         with self.spent("second_opinion"):
             refs = self.problem.reference(slot.wl, inp.clone_args(args))
             return k < len(refs) and values.compare(out, refs[k], self.tolerances[k]).ok

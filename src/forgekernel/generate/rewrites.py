@@ -1,0 +1,96 @@
+"""ATen ops that TorchInductor hands to ATen (or to a library), rewritten before lowering into
+ops it lowers to Triton or into forge's library ops (:mod:`forgekernel.generate.library`).
+
+Each rewrite is a decomposition for :func:`forgekernel.generate.inductor.lower`'s table: it
+returns the op's results from other ops, or NotImplemented where it does not apply (Inductor's
+own handling then stands).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def select_sorted(sort: Any, x: Any, dim: int, keepdim: bool, rank: Any) -> Any:
+    """median (``rank`` None: the lower middle, or a NaN when the row holds one, as ATen's
+    median gives) or kthvalue (``rank`` = k - 1) along ``dim``, as (values, indices) picked from
+    forge's sort of the row (NaNs sort last). Indices among equal values may differ from
+    ATen's, which does not promise one."""
+    import torch
+
+    if x.dim() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    values, indices = sort(x, dim, False)
+    n = x.shape[dim]
+    if rank is None:
+        middle, last = values.select(dim, (n - 1) // 2), values.select(dim, n - 1)
+        nan = torch.isnan(last) if x.is_floating_point() else torch.zeros_like(last, dtype=torch.bool)
+        value = torch.where(nan, last, middle)
+        index = torch.where(nan, indices.select(dim, n - 1), indices.select(dim, (n - 1) // 2))
+    else:
+        value, index = values.select(dim, rank), indices.select(dim, rank)
+    if keepdim:
+        value, index = value.unsqueeze(dim), index.unsqueeze(dim)
+    return value, index
+
+
+def embedding_bag_as_index_add(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False,
+                                mode: int = 0, sparse: bool = False, per_sample_weights: Any = None,
+                                include_last_offset: bool = False, padding_idx: int = -1) -> Any:
+    """EmbeddingBag's sum and mean (which Inductor hands to ATen) as plain tensor ops Inductor
+    lowers: each index's bag found by ``bucketize`` in the offsets, the gathered rows (scaled
+    by the per-sample weights, padding rows zeroed) added into their bags by ``index_add``, a
+    mean divided by the bag's count (an empty bag is zeros, as in ATen). The max mode and 2-D
+    indices are left to ATen (NotImplemented)."""
+    import torch
+
+    if mode not in (0, 1) or indices.dim() != 1:
+        return NotImplemented
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    where = torch.arange(indices.shape[0], device=indices.device, dtype=offsets.dtype)
+    bag = torch.bucketize(where, offsets[:bags], right=True) - 1
+    rows = weight[indices]
+    keep = torch.ones_like(indices, dtype=weight.dtype) if padding_idx < 0 else (indices != padding_idx).to(weight.dtype)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(-1).to(weight.dtype)
+    rows = rows * keep.unsqueeze(-1)
+    out = torch.zeros((bags, weight.shape[1]), dtype=weight.dtype, device=weight.device).index_add(0, bag, rows)
+    count = torch.zeros((bags,), dtype=weight.dtype, device=weight.device).index_add(0, bag, keep)
+    if mode == 1:
+        out = out / count.clamp(min=1).unsqueeze(-1)
+    size = count.to(torch.int64)
+    return out, bag, size, torch.zeros_like(size)
+
+
+AVG_POOL_WINDOW_MAX = 25
+"""Inductor lowers average pooling itself up to this many window elements (or when the
+window equals the stride) and calls ATen beyond: forge then writes the pooling as a
+depthwise convolution with a constant weight, which its own Triton convolution computes."""
+
+
+def avg_pool_as_conv(conv: Any, dim: int, x: Any, kernel_size: Any, stride: Any = (),
+                      padding: Any = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+                      divisor_override: Any = None) -> Any:
+    """Average pooling as ``conv(x, 1/k**dim, groups=channels)`` where Inductor would fall
+    back to ATen (a window over AVG_POOL_WINDOW_MAX elements that differs from the stride);
+    exact when every window divides by its full size (padding counted, no ceil mode, no
+    divisor override). NotImplemented otherwise: Inductor's own handling stands."""
+    import math
+
+    import torch
+
+    k = list(kernel_size) * dim if len(kernel_size) == 1 else list(kernel_size)
+    st = list(stride) if stride else k
+    st = st * dim if len(st) == 1 else st
+    pad = [padding] * dim if isinstance(padding, int) else list(padding)
+    pad = pad * dim if len(pad) == 1 else pad
+    if (ceil_mode or not count_include_pad or divisor_override is not None
+            or math.prod(k) <= AVG_POOL_WINDOW_MAX or k == st):
+        return NotImplemented
+    channels = x.shape[-dim - 1]
+    weight = torch.full((channels, 1, *k), 1.0 / math.prod(k), dtype=x.dtype, device=x.device)
+    batched = x.dim() == dim + 2
+    y = conv(x if batched else x.unsqueeze(0), weight, None, st, pad, [1] * dim, False, [0] * dim,
+             channels)
+    return y if batched else y.squeeze(0)
