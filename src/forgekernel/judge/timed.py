@@ -48,10 +48,10 @@ def _verify(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...], r: 
     if check.ok:
         oracle = session.problem.oracle(slot.wl, args)
         for k, (o, ref) in enumerate(zip(outs, oracle, strict=True)):
-            check = values.compare(o, ref, session.tolerances[k])
-            if not check.ok and not session.matches_reference(slot, args, k, o):
+            got = values.compare(o, ref, session.tolerances[k])
+            if not got.ok and not session.matches_reference(slot, args, k, o):
+                check = got
                 break
-            check.ok = True
     if not check.ok:
         which = "the last timed call" if r == rounds - 1 else "a timed call"
         raise Failure(Status.WRONG_VALUES, f"{which} on {slot.label} returned a wrong result "
