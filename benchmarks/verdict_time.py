@@ -4,7 +4,10 @@ in a row in fresh processes, each verdict's phases (the verifier's clock), where
 candidate's kept Triton cache its executor started with (0 at the first verdict).
 
     python3 benchmarks/verdict_time.py --task tasks/rmsnorm --kernel kernels/rmsnorm \
-        --repeat 3 --out $OUT --commit SHA [--delivery local]
+        --repeat 3 --out $OUT --commit SHA [--delivery local] [--profile]
+
+--profile: each verdict's verifier also runs under cProfile (FK_PROFILE_VERIFIER); its stats go
+to OUT/verifier_N.pstats and the 40 functions with the most cumulative time (25 by own time) to OUT/verifier_N.txt.
 
 Writes OUT/verdict_time.json (device, date, versions, commit, one entry per verdict) and
 prints one line per verdict. The candidate cache starts empty (XDG_CACHE_HOME under OUT).
@@ -51,6 +54,16 @@ def one(task: str, kernel: str, delivery: str, env: dict) -> dict:
             "spent": profile.get("spent"), "executor_boot": profile.get("executor_boot")}
 
 
+def _top(stats: Path, out: Path) -> None:
+    import io
+    import pstats
+
+    text = io.StringIO()
+    for key, n in (("cumulative", 40), ("tottime", 25)):
+        pstats.Stats(str(stats), stream=text).sort_stats(key).print_stats(n)
+    out.write_text(text.getvalue())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", required=True)
@@ -59,12 +72,18 @@ def main() -> None:
     parser.add_argument("--delivery", default="auto")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--commit", default="")
+    parser.add_argument("--profile", action="store_true", help="cProfile each verdict's verifier")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "XDG_CACHE_HOME": str(args.out / "xdg_cache")}
     result = {**meta(args.commit, args.delivery), "task": args.task, "kernel": args.kernel, "verdicts": []}
     for n in range(args.repeat):
+        stats = args.out / f"verifier_{n + 1}.pstats"
+        if args.profile:
+            env["FK_PROFILE_VERIFIER"] = str(stats.resolve())
         row = one(args.task, args.kernel, args.delivery, env)
+        if args.profile and stats.exists():
+            _top(stats, args.out / f"verifier_{n + 1}.txt")
         result["verdicts"].append(row)
         (args.out / "verdict_time.json").write_text(json.dumps(result, indent=1) + "\n")
         phases = row.get("phases") or {}

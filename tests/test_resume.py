@@ -71,6 +71,16 @@ def _holders(rd) -> str:
     return "; ".join(out)
 
 
+def _kinds(rd) -> list[str]:
+    """The ledger as `kind[seq]@time` (what a failing assertion shows)."""
+    out = []
+    for raw in rd.ledger.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            x = json.loads(raw)
+            out.append(f"{x.get('kind', 'attempt')}{x.get('seq') or ''}@{x.get('time', '')[14:21]}")
+    return out
+
+
 def lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
@@ -117,12 +127,14 @@ def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
     else:
         pytest.fail("the run did not finish after 60 restarts")
     assert proc.returncode == 2
-    assert kills >= 10 and pending_kills >= 1
+    # How far one killed run gets depends on the machine's load (a loaded CI machine saw 7
+    # kills, an idle one 19): at least one kill per attempt, and one mid-judgement.
+    assert kills >= len(expected) and pending_kills >= 1, (kills, pending_kills, _kinds(rd))
 
     raw = [json.loads(x) for x in rd.ledger.read_text().splitlines()]
     attempt_seqs = [x["seq"] for x in raw if "kind" not in x]
-    assert sorted(attempt_seqs) == list(range(1, len(expected) + 1))  # each attempt exactly once
-    assert outcome_of(rd) == expected
+    assert sorted(attempt_seqs) == list(range(1, len(expected) + 1)), _kinds(rd)  # each attempt exactly once
+    assert outcome_of(rd) == expected, _kinds(rd)
     sessions = [x for x in raw if x.get("kind") == "session"]
     # Every run writes its session line first; only a kill at a random delay can land before
     # that line (a slow start under load), never one triggered by new ledger lines.

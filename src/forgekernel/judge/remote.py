@@ -67,7 +67,7 @@ class CandidateProcess:
              hidden: bool = False) -> dict[str, Any]:
         try:
             with self.session.spent(f"{self.role}:{message.get('op')}"):
-                reply = self.ex.ask(message, timeout_s)
+                reply = self.ex.ask(message, self.session.within_deadline(timeout_s))
         except ExecutorGone as gone:
             raise self._gone(gone, phase, where, hidden) from None
         if "raised" in reply:

@@ -18,13 +18,33 @@ from typing import Any
 from forgekernel.delivery.channel import Envelope, receive
 from forgekernel.judge import accounting
 
+STARTED = time.monotonic()
+"""When this process started (its job's clock started just before)."""
+
 
 def main() -> None:
     from forgekernel.judge.result import WorkerResult
 
     env = receive()
-    reply = judge_in_process(env)  # the record checks what goes back before it is signed
+    reply = _profiled(judge_in_process, env)  # the record checks what goes back before it is signed
     env.reply(WorkerResult.model_validate(reply).model_dump(mode="json"))
+
+
+def _profiled(fn: Any, env: Envelope) -> Any:
+    """``fn(env)``; under FK_PROFILE_VERIFIER=PATH also a cProfile of it written to PATH (for
+    benchmarks/verdict_time.py --profile: where the verifier's wall time goes)."""
+    import os
+
+    path = os.environ.get("FK_PROFILE_VERIFIER")
+    if not path:
+        return fn(env)
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        return prof.runcall(fn, env)
+    finally:
+        prof.dump_stats(path)
 
 
 def _versions(torch: Any) -> dict[str, str]:
@@ -61,9 +81,10 @@ def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> An
     clock = accounting.Phases(phases)
     with clock("imports_s"):
         from forgekernel.judge import timing
-        from forgekernel.judge.session import Session
+        from forgekernel.judge.session import DEADLINE_MARGIN_S, Session
 
     session = Session(env.payload, env.delivery)
+    session.deadline = STARTED + float(session.opts.timeout_s or session.task.judge.timeout_s) - DEADLINE_MARGIN_S
     perf_kernel = env.payload.get("perf_kernel")
     with clock("spawn_s"):
         session.spawn(Path(env.payload["kernel"]), Path(perf_kernel) if perf_kernel else None, started)
