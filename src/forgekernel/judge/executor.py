@@ -335,6 +335,7 @@ def _plain(value: Any) -> Any:
 def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
     """Answer requests until ``exit`` (or the verifier goes away)."""
     from forgekernel.judge import failure, wire
+    from forgekernel.judge.boot import stacks_after
 
     handlers = {"load": ex.load, "model": ex.model, "call": ex.call, "repeat": ex.repeat,
                 "pools": ex.pools, "batch": ex.batch, "collect": ex.collect, "ping": ex.ping}
@@ -348,25 +349,14 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
             wire.send(res_fd, {"ok": True})
             return
         handler = handlers.get(str(op))
-        _stacks_after(msg.get("stacks_after_s"))
+        stacks_after(msg.get("stacks_after_s"))
         try:
             reply = handler(msg) if handler else {"protocol": f"unknown op {op!r}"}
         except BaseException as exc:  # the candidate's exception is data for the verifier
             reply = {"raised": failure.describe(exc, ex.candidate_dir)}
         finally:
-            _stacks_after(None)
+            stacks_after(None)
         wire.send(res_fd, reply)
-
-
-def _stacks_after(seconds: Any) -> None:
-    """Print every thread's stack to stderr if the request is still running after ``seconds``
-    (just before the verifier's deadline: a TIMEOUT verdict's tail then shows where the
-    candidate was); None: disarm."""
-    import faulthandler
-
-    faulthandler.cancel_dump_traceback_later()
-    if seconds:
-        faulthandler.dump_traceback_later(float(seconds), exit=False)
 
 
 def main(argv: list[str]) -> None:

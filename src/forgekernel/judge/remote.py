@@ -24,6 +24,21 @@ REQUEST_S = {"load": 600.0, "model": 120.0}
 """Deadlines of the requests that do not scale with a workload (import compiles nothing)."""
 
 
+MIN_REQUEST_S = 0.5
+"""The shortest wait for an executor's answer, however close the deadline."""
+DEADLINE_MARGIN_S = 1.5
+"""Time the verifier keeps before its job's deadline to stop the executor and answer."""
+
+
+def within(deadline: float | None, timeout_s: float) -> float:
+    """``timeout_s``, cut to what is left before the whole judgement's ``deadline``
+    (time.monotonic()): a call that hangs is then stopped by the verifier, with the candidate's
+    stacks in the verdict, rather than the verifier being killed from outside with nothing to say."""
+    if deadline is None:
+        return timeout_s
+    return min(timeout_s, max(MIN_REQUEST_S, deadline - time.monotonic()))
+
+
 class CandidateProcess:
     """One executor holding one candidate (or a sealed performance reference)."""
 
@@ -67,7 +82,7 @@ class CandidateProcess:
              hidden: bool = False) -> dict[str, Any]:
         try:
             with self.session.spent(f"{self.role}:{message.get('op')}"):
-                reply = self.ex.ask(message, self.session.within_deadline(timeout_s))
+                reply = self.ex.ask(message, within(self.session.deadline, timeout_s))
         except ExecutorGone as gone:
             raise self._gone(gone, phase, where, hidden) from None
         if "raised" in reply:

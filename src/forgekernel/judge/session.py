@@ -26,10 +26,6 @@ from forgekernel.records import Status, TaskSpec, Workload, WorkloadResult
 
 REFERENCE_SHARE = 0.5
 """Share of the judge's timeout one calibration call of the reference may take."""
-MIN_REQUEST_S = 0.5
-"""The shortest wait for an executor's answer, however close the deadline."""
-DEADLINE_MARGIN_S = 1.5
-"""Time the verifier keeps before its job's deadline to stop the executor and answer."""
 POISON_PATTERNS = (0xFF, 0x7F)
 """Byte fills of freed memory before the two runs: NaN in every float type, then a huge
 finite value in bf16/fp32 (NaN in fp16)."""
@@ -119,8 +115,7 @@ class Session:
         self.ref_ops: set[str] | None = None
         self.observed: list[dict[str, Any]] = []
         self.phases: dict[str, float] = {}
-        self.deadline: float | None = None
-        """time.monotonic() by which the verifier must have answered (None: no limit)."""
+        self.deadline: float | None = None  # monotonic; the verifier answers by then (remote.within)
         self.spent = accounting.Spent()
         self.tails: dict[str, dict[str, float]] = {}  # per timed workload (GPU): gated._tail
 
@@ -246,14 +241,6 @@ class Session:
 
     def timeout_for(self, slot: Slot) -> float:
         return float(self.opts.timeout_s or self.task.judge.timeout_s)
-
-    def within_deadline(self, timeout_s: float) -> float:
-        """``timeout_s``, cut to what is left before the whole judgement's deadline: a call that
-        hangs is then stopped here, with the candidate's stacks in the verdict, rather than the
-        verifier being killed from outside with nothing to say."""
-        if self.deadline is None:
-            return timeout_s
-        return min(timeout_s, max(MIN_REQUEST_S, self.deadline - time.monotonic()))
 
     def call(self, slot: Slot, args: list[Any], pattern: int | None, return_inputs: bool = False,
              reuse: bool = False, observe: bool = True) -> tuple[tuple[Any, ...], list[Any] | None]:

@@ -81,7 +81,8 @@ def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> An
     clock = accounting.Phases(phases)
     with clock("imports_s"):
         from forgekernel.judge import timing
-        from forgekernel.judge.session import DEADLINE_MARGIN_S, Session
+        from forgekernel.judge.remote import DEADLINE_MARGIN_S
+        from forgekernel.judge.session import Session
 
     session = Session(env.payload, env.delivery)
     session.deadline = STARTED + float(session.opts.timeout_s or session.task.judge.timeout_s) - DEADLINE_MARGIN_S
