@@ -4,8 +4,11 @@
 labelled ``cpu-interpret``). ``local``: a fresh local process on this machine's GPU.
 """
 
-from forgekernel.delivery.base import Job, JobResult
-from forgekernel.delivery.registry import make_runner
-from forgekernel.protocols import Runner
+from forgekernel import lazy
 
-__all__ = ["Job", "JobResult", "Runner", "make_runner"]
+_ORIGIN = {"Job": "forgekernel.delivery.base", "JobResult": "forgekernel.delivery.base",
+           "make_runner": "forgekernel.delivery.registry", "Runner": "forgekernel.protocols"}
+"""Imported on first use (:mod:`forgekernel.lazy`)."""
+
+__all__ = sorted(_ORIGIN)
+__getattr__ = lazy.attributes(__name__, _ORIGIN)

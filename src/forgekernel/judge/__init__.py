@@ -6,9 +6,12 @@ forgekernel.judge.worker``) whose only answer comes back on a signed channel. Se
 docs/judge.md for the method and the defenses.
 """
 
-from forgekernel.judge.api import JUDGE_NAME, JudgeError, judge
-from forgekernel.judge.candidate import CandidateError, candidate_hash
-from forgekernel.judge.options import JudgeOptions, check_options
+from forgekernel import lazy
 
-__all__ = ["JUDGE_NAME", "CandidateError", "JudgeError", "JudgeOptions", "candidate_hash",
-           "check_options", "judge"]
+_ORIGIN = {"JUDGE_NAME": "forgekernel.judge.api", "JudgeError": "forgekernel.judge.api", "judge": "forgekernel.judge.api",
+           "CandidateError": "forgekernel.judge.candidate", "candidate_hash": "forgekernel.judge.candidate",
+           "JudgeOptions": "forgekernel.judge.options", "check_options": "forgekernel.judge.options"}
+"""Imported on first use (:mod:`forgekernel.lazy`)."""
+
+__all__ = sorted(_ORIGIN)
+__getattr__ = lazy.attributes(__name__, _ORIGIN)

@@ -84,11 +84,12 @@ class ExecutorClient:
 
     # -- lifecycle
     def _start(self) -> None:
-        from forgekernel.judge import gate
+        # the page only, not the gate's kernels: no Triton import before the executor starts
+        from forgekernel.judge.hostwords import HostWords
 
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
-        self.words = gate.HostWords() if self.spec.device == "cuda" else None
+        self.words = HostWords() if self.spec.device == "cuda" else None
         words_fd = self.words.fd if self.words is not None else -1
         argv = [str(cmd_r), str(res_w), str(self.scratch), self.spec.device,
                 "1" if self.spec.interpret else "0", str(words_fd),

@@ -24,9 +24,6 @@ fails, instead of hanging the judge.
 
 from __future__ import annotations
 
-import mmap
-import os
-import struct
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -34,38 +31,11 @@ from typing import Any
 import triton
 import triton.language as tl
 
-GATE_OFFSET, DONE_OFFSET, EXPIRED_OFFSET, SIZE = 0, 128, 256, 4096
-"""Byte offsets of the gate, done and expired words (separate cache lines), the mapping size."""
+from forgekernel.judge.hostwords import DONE_OFFSET, EXPIRED_OFFSET, GATE_OFFSET, SIZE, HostWords
+
 LIMIT_S = 30.0
 """How long a closed gate spins before it gives up (the batch then counts as expired)."""
 _REGISTER_MAPPED_PORTABLE = 0x02 | 0x01
-
-
-class HostWords:
-    """The shared mapping: created by the verifier (``HostWords()``) or opened from its fd."""
-
-    def __init__(self, fd: int | None = None) -> None:
-        if fd is None:
-            fd = os.memfd_create("forge-gate", 0)
-            os.ftruncate(fd, SIZE)
-        self.fd = fd
-        self.map = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        self.address = _address(self.map)
-
-    def read(self, offset: int) -> int:
-        return struct.unpack_from("<i", self.map, offset)[0]
-
-    def write(self, offset: int, value: int) -> None:
-        struct.pack_into("<i", self.map, offset, value)
-
-    def close(self) -> None:
-        self.map.close()
-
-
-def _address(buffer: mmap.mmap) -> int:
-    import ctypes
-
-    return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
 
 
 @dataclass(frozen=True)
