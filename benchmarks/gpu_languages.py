@@ -79,7 +79,7 @@ def main() -> int:
         start = time.monotonic()
         try:
             proc = forge("judge", "tasks/rmsnorm", str(d / "kernel.py"), "--delivery", args.delivery,
-                         "--json", timeout=args.timeout)
+                         "--json", "--timeout", str(max(10.0, args.timeout - 30)), timeout=args.timeout)
             verdict = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
             err = proc.stderr.strip()[-400:]
         except subprocess.TimeoutExpired:
