@@ -450,9 +450,10 @@ class Model(nn.Module):
         super().__init__()
         self.mean = nn.EmbeddingBag(vocab, dim, mode="mean")
         self.sum = nn.EmbeddingBag(vocab, dim, mode="sum")
+        self.padded = nn.EmbeddingBag(vocab, dim, mode="mean", padding_idx=0)
 
     def forward(self, ids, flat, offsets, weights):
-        return self.mean(ids) + self.sum(flat, offsets, per_sample_weights=weights)
+        return self.mean(ids) + self.sum(flat, offsets, per_sample_weights=weights) + self.padded(ids)
 
 
 bags = 12
@@ -463,6 +464,8 @@ dim = 8
 
 def get_inputs():
     ids = torch.randint(0, vocab, (bags, per_bag))
+    ids[0] = 0  # a bag of padding only
+    ids[1, 0] = 0
     flat = torch.randint(0, vocab, (bags * per_bag,))
     offsets = torch.arange(bags) * per_bag
     offsets[-1] = offsets[-2]  # an empty bag before the last
@@ -475,12 +478,35 @@ def get_init_inputs():
 
 
 def test_embedding_bags_are_lowered_not_left_to_aten(tmp_path):
-    """EmbeddingBag (mean over 2-D ids, sum with offsets, an empty bag and per-sample weights), which
-    Inductor hands to ATen, becomes a bucketize + index_add that Inductor writes as Triton
-    kernels: the candidate passes with no ATen embedding bag left (it was rejected before:
-    the output came from PyTorch code)."""
+    """EmbeddingBag (mean over 2-D ids, sum with offsets, an empty bag and per-sample weights, a
+    mean with a padding row), which Inductor hands to ATen, becomes a bucketize + index_add
+    that Inductor writes as Triton kernels: the candidate passes with no ATen embedding bag
+    left (it was rejected before: the output came from PyTorch code; with a padding_idx the
+    kernels were fixed at the example's table size)."""
     _generate_and_judge(_converted(tmp_path, EMBEDDING_BAGS), tmp_path,
                         lambda text: "torch.ops.aten._embedding_bag" not in text)
+
+
+@pytest.mark.parametrize(("mode", "last", "flat"), [("sum", False, False), ("mean", False, False),
+                                                    ("sum", True, True), ("mean", False, True)])
+def test_a_padded_embedding_bag_is_traced_as_the_same_bags_from_a_zeroed_row(mode, last, flat):
+    """The forward forge traces an nn.EmbeddingBag with a padding_idx through (its own ATen
+    composite fixes the table size) gives the module's own output, a bag of padding only too."""
+    import torch
+
+    from forgekernel.generate.examples import shape_free
+
+    torch.manual_seed(0)
+    bag = torch.nn.Sequential(torch.nn.EmbeddingBag(40, 6, mode=mode, padding_idx=3, include_last_offset=last))
+    ids = torch.randint(0, 6, (24,) if flat else (6, 4))
+    offsets = torch.tensor([0, 5, 5, 12, 20] + ([24] if last else [])) if flat else None
+    if flat:
+        ids[12:20] = 3
+    else:
+        ids[2] = 3
+    want = bag[0](ids, offsets)
+    shape_free(bag)
+    assert torch.allclose(bag[0](ids, offsets), want, atol=1e-6)
 
 
 @pytest.mark.parametrize(("mode", "padding_idx", "weighted", "last"), [

@@ -209,16 +209,39 @@ def shape_free(model: Any) -> None:
     whose groups follow its channels has another count at every workload). ``nn.MaxPool1d``
     without indices goes through an ATen composite that checks its input with plain ints
     (the sequence length is fixed at the example's); the same pooling asked for with indices
-    (which are then dropped) stays symbolic."""
+    (which are then dropped) stays symbolic. ``nn.EmbeddingBag`` with a ``padding_idx``
+    (sum or mean) goes through an ATen composite that wraps the index against the table's
+    row count as a plain int (the table size is fixed at the example's); the same bags from
+    a table whose padding row is zeroed, a mean divided by the count of other indices, stay
+    symbolic."""
     import torch
 
     for module in model.modules() if isinstance(model, torch.nn.Module) else ():
+        if (type(module) is torch.nn.EmbeddingBag and module.padding_idx is not None
+                and module.mode in ("sum", "mean") and module.max_norm is None):
+            module.forward = _padded_bag_forward(module)
         if type(module) is torch.nn.LayerNorm:
             module.forward = _layer_norm_forward(module)
         elif type(module) is torch.nn.GroupNorm:
             module.forward = _group_norm_forward(module)
         elif type(module) is torch.nn.MaxPool1d and not module.return_indices:
             module.forward = _max_pool1d_forward(module)
+
+
+def _padded_bag_forward(module: Any) -> Callable[..., Any]:
+    import torch
+    import torch.nn.functional as F
+
+    def forward(ids: Any, offsets: Any = None, per_sample_weights: Any = None) -> Any:
+        keep = (torch.arange(module.weight.shape[0], device=ids.device) != module.padding_idx).to(module.weight.dtype)
+        last = module.include_last_offset
+        total = F.embedding_bag(ids, module.weight * keep.unsqueeze(-1), offsets, mode="sum",
+                                per_sample_weights=per_sample_weights, include_last_offset=last)
+        if module.mode == "sum":
+            return total
+        count = F.embedding_bag(ids, keep.unsqueeze(-1), offsets, mode="sum", include_last_offset=last)
+        return total / count.clamp(min=1)  # a bag of padding only: zeros, as ATen gives
+    return forward
 
 
 def _max_pool1d_forward(module: Any) -> Callable[..., Any]:

@@ -172,6 +172,7 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
         aten.kthvalue.default: lambda x, k, dim=-1, keepdim=False: rewrites.select_sorted(
             ops["sort"], x, dim, keepdim, k - 1),
         aten._embedding_bag.default: rewrites.embedding_bag_as_index_add,
+        aten._embedding_bag_forward_only.default: rewrites.embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 2, *a, **k),
         aten.avg_pool3d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 3, *a, **k),
     }
