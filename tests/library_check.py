@@ -1,7 +1,7 @@
 """Check forge's library kernels (src/forgekernel/generate/library) against float64 torch.
 
 Run as a script in a fresh process; on the CPU set TRITON_INTERPRET=1 first (the tests do):
-``python tests/library_check.py [--device cpu|cuda] [--only gemm|conv|sort] [--knobs JSON]
+``python tests/library_check.py [--device cpu|cuda] [--only gemm|conv|sort|scatter] [--knobs JSON]
 [--dtypes float32,bfloat16]``.
 The library files are loaded the way a generated candidate holds them (their text executed
 as one module), each case runs on small shapes and is compared with the aten op evaluated on
@@ -252,10 +252,36 @@ def sort_rows(device: str, knobs: dict) -> list[dict]:
     return rows
 
 
+SCATTER_CASES = [  # name, source shape, dim, target size along dim
+    ("rows into buckets", (6, 50), 1, 9),
+    ("1-d", (300,), 0, 7),
+    ("3-d middle dim", (3, 40, 5), 1, 11),
+    ("dim 0", (20, 4), 0, 6),
+    ("last dim negative", (2, 3, 17), -1, 4),
+]
+
+
+def scatter_cases(lib, r: Gen, dt):
+    """scatter_reduce amax/amin/mean, with and without the input's own value, against the
+    aten op on float64 copies (a target no index reaches keeps the input's value)."""
+    for name, shape, dim, size in SCATTER_CASES:
+        target = list(shape)
+        target[dim] = size
+        x, src = r(*target, dtype=dt), r(*shape, dtype=dt)
+        index = torch.randint(0, size, shape, generator=r.g).to(r.device)
+        for reduce in ("amax", "amin", "mean"):
+            for include_self in (True, False):
+                got = lib.scatter_reduce(x, dim, index, src, reduce, include_self)
+                want = torch.scatter_reduce(x.double(), dim, index, src.double(), reduce,
+                                            include_self=include_self)
+                yield f"{name} {reduce}{'' if include_self else ' without self'}", got, want, None
+
+
 def run(device: str, only: str | None, knobs: dict,
         dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[dict]:
     rows = sort_rows(device, knobs) if only in (None, "sort") else []
-    for family, cases, files in (("gemm", gemm_cases, ("gemm",)), ("conv", conv_cases, ("conv",))):
+    for family, cases, files in (("gemm", gemm_cases, ("gemm",)), ("conv", conv_cases, ("conv",)),
+                                 ("scatter", scatter_cases, ("scatter",))):
         if only and family != only:
             continue
         lib = load(files, knobs)
@@ -275,7 +301,7 @@ def run(device: str, only: str | None, knobs: dict,
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", choices=("gemm", "conv", "sort"))
+    ap.add_argument("--only", choices=("gemm", "conv", "sort", "scatter"))
     ap.add_argument("--knobs", default="{}")
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
     args = ap.parse_args(argv)

@@ -73,6 +73,13 @@ CALLS = {  # file -> [(name, call on the loaded module)]
         ("sort bf16 rows of 8192", lambda s: s.sort(meta(64, 8192))),
         ("sort fp16 short rows 65536x32 descending", lambda s: s.sort(meta(65536, 32, dtype=H), -1, True)),
     ],
+    "scatter": [
+        ("scatter amax bf16 8192x4096 into 64 buckets", lambda s: s.scatter_reduce(
+            meta(8192, 64), 1, meta(8192, 4096, dtype=torch.int64), meta(8192, 4096), "amax", True)),
+        ("scatter mean fp32 rows into 50000 nodes", lambda s: s.scatter_reduce(
+            meta(50000, 128, dtype=F), 0, meta(400000, 128, dtype=torch.int64),
+            meta(400000, 128, dtype=F), "mean", False)),
+    ],
 }
 
 

@@ -487,6 +487,79 @@ def test_embedding_bags_are_lowered_not_left_to_aten(tmp_path):
                         lambda text: "torch.ops.aten._embedding_bag" not in text)
 
 
+SCATTERS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, buckets):
+        super().__init__()
+        self.buckets = buckets
+
+    def forward(self, src, idx, base):
+        peak = base.scatter_reduce(1, idx, src, reduce="amax", include_self=False)
+        mean = torch.zeros_like(base).scatter_reduce(1, idx, src, reduce="mean", include_self=True)
+        return peak + mean
+
+
+rows = 6
+length = 40
+buckets = 9
+
+
+def get_inputs():
+    return [torch.randn(rows, length), torch.randint(0, buckets, (rows, length)), torch.randn(rows, buckets)]
+
+
+def get_init_inputs():
+    return [buckets]
+'''
+
+
+def test_scatter_reductions_other_than_sum_are_forge_kernels_not_aten(tmp_path):
+    """scatter_reduce with amax (a target nothing reaches keeps the input) and mean, which
+    Inductor hands to ATen (the candidate was rejected: no kernel of its read the inputs),
+    become forge's library scatter kernels."""
+    _generate_and_judge(_converted(tmp_path, SCATTERS), tmp_path,
+                        lambda text: "extern_kernels.scatter_reduce(" in text and "def _scatter_combine" in text
+                        and "aten.scatter_reduce_.two(" not in text and "aten.scatter_reduce.two(" not in text)
+
+
+ONE_HOT = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, classes, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(classes, dim))
+
+    def forward(self, labels):
+        return F.one_hot(labels, self.weight.shape[0]).to(self.weight.dtype) @ self.weight
+
+
+n = 64
+classes = 32
+dim = 16
+
+
+def get_inputs():
+    return [torch.randint(0, classes, (n,))]
+
+
+def get_init_inputs():
+    return [classes, dim]
+'''
+
+
+def test_a_one_hot_over_a_class_count_read_from_a_size_stays_symbolic(tmp_path):
+    """F.one_hot takes its class count as a plain int: traced as is, the kernels were fixed at
+    the example's count and failed every other workload; traced as a comparison against an
+    arange, the candidate passes at every workload."""
+    _generate_and_judge(_converted(tmp_path, ONE_HOT), tmp_path)
+
+
 @pytest.mark.parametrize(("mode", "last", "flat"), [("sum", False, False), ("mean", False, False),
                                                     ("sum", True, True), ("mean", False, True)])
 def test_a_padded_embedding_bag_is_traced_as_the_same_bags_from_a_zeroed_row(mode, last, flat):

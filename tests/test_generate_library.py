@@ -1,8 +1,10 @@
-"""The generator's library kernels (forgekernel.generate.library): gemm.py, conv.py, sort.py.
+"""The generator's library kernels (forgekernel.generate.library): gemm.py, conv.py, sort.py,
+scatter.py.
 
 The numeric checks run in fresh processes with TRITON_INTERPRET=1 (tests/library_check.py):
 every case of mm/addmm/bmm/baddbmm and convolution in fp32, fp16 and bf16 against the aten
-op on float64 copies (sort/topk: values and indices equal to torch's stable sort), once at the default knobs and once (fp32) with 16-wide blocks so that
+op on float64 copies (sort/topk: values and indices equal to torch's stable sort; scatter_reduce
+amax/amin/mean against the aten op), once at the default knobs and once (fp32) with 16-wide blocks so that
 every loop runs several steps and the grouped order and batch chunking are exercised. The
 sm_90 check compiles representative launches ahead of time (tests/library_static.py).
 """
@@ -29,16 +31,19 @@ STATIC = REPO / "tests" / "library_static.py"
 SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM_GROUP_M": 2,
                "GEMM_ALLOW_TF32": 0, "_gemm_grid_y_max": 2, "CONV_BLOCK_M": 16,
                "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0,
-               "SORT_MAX_ROW": 64}
+               "SORT_MAX_ROW": 64, "SCATTER_BLOCK": 16}
 KNOBS = {
     "gemm": ("GEMM_BLOCK_M = 128", "GEMM_BLOCK_N = 128", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
     "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
              "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1"),
     "sort": ("SORT_MAX_ROW = ", "SORT_PROGRAM_ELEMS = "),
+    "scatter": ("SCATTER_BLOCK = ",),
 }
-PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}, "sort": {"sort", "topk"}}
-PREFIX = {"gemm": ("GEMM_", "_gemm_"), "conv": ("CONV_", "_conv_"), "sort": ("SORT_", "_sort_")}
+PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}, "sort": {"sort", "topk"},
+          "scatter": {"scatter_reduce"}}
+PREFIX = {"gemm": ("GEMM_", "_gemm_"), "conv": ("CONV_", "_conv_"), "sort": ("SORT_", "_sort_"),
+          "scatter": ("SCATTER_", "_scatter_")}
 
 
 def _run(script: Path, *args: str, interpret: bool = True) -> list[dict]:
@@ -60,14 +65,14 @@ def _assert_rows(rows: list[dict], families: set[str]) -> None:
 
 
 def test_source_and_names():
-    assert library.NAMES == ("gemm", "conv", "sort")
+    assert library.NAMES == ("gemm", "conv", "sort", "scatter")
     for name in library.NAMES:
         assert library.source(name).startswith('"""forge library ')
     with pytest.raises(KeyError):
         library.source("nope")
 
 
-@pytest.mark.parametrize("name", ["gemm", "conv", "sort"])
+@pytest.mark.parametrize("name", ["gemm", "conv", "sort", "scatter"])
 def test_file_shape(name):
     """Knob header, docstring, imports, prefixed names, small functions."""
     text = library.source(name)
@@ -100,7 +105,8 @@ def test_files_paste_into_one_module(tmp_path):
     spec = importlib.util.spec_from_file_location("candidate_kernel", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution", "sort", "topk"))
+    assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution", "sort", "topk",
+                                                   "scatter_reduce"))
     assert mod.GEMM_BLOCK_M == 128 and mod.CONV_ALLOW_TF32 == 1
 
 
@@ -119,18 +125,19 @@ def test_error_measure_flags_wrong_values():
 
 
 def test_library_matches_aten_under_interpreter():
-    _assert_rows(_run(CHECK), {"gemm", "conv", "sort"})
+    _assert_rows(_run(CHECK), {"gemm", "conv", "sort", "scatter"})
 
 
 def test_library_small_blocks_under_interpreter():
     _assert_rows(_run(CHECK, "--dtypes", "float32", "--knobs", json.dumps(SMALL_KNOBS)),
-                 {"gemm", "conv", "sort"})  # sort: rows over 64 take the torch path
+                 {"gemm", "conv", "sort", "scatter"})  # sort: rows over 64 take the torch path
 
 
 def test_library_compiles_for_sm90_without_spills():
     rows = _run(STATIC, interpret=False)
-    assert {r["file"] for r in rows} == {"gemm", "conv", "sort"}
-    assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_conv_kernel", "_sort_rows"}
+    assert {r["file"] for r in rows} == {"gemm", "conv", "sort", "scatter"}
+    assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_conv_kernel", "_sort_rows", "_scatter_init",
+                                           "_scatter_combine", "_scatter_finish"}
     for r in rows:
         where = f"{r['case']}: {r}"
         assert r["regs"] and r["regs"] > 0, where

@@ -184,7 +184,7 @@ def _dict_item(node: ast.AST, key: str) -> ast.AST:
 
 _KNOBS = re.compile(r"^# --- knobs ---\n(?P<body>.*?)^# --- end ---\n", re.M | re.S)
 EXTERN_LIBRARY = {"mm": "gemm", "addmm": "gemm", "bmm": "gemm", "baddbmm": "gemm",
-                  "convolution": "conv", "sort": "sort", "topk": "sort"}
+                  "convolution": "conv", "sort": "sort", "topk": "sort", "scatter_reduce": "scatter"}
 """Inductor extern kernels forge implements in Triton, and the library file holding each."""
 
 
@@ -341,6 +341,8 @@ _LIB_ADAPTER = {
     "sort": "\ndef _lib_sort(x, dim, descending):\n    return sort(x, dim, descending)\n",
     "topk": ("\ndef _lib_topk(x, k, dim, largest, sorted):\n"
              "    return topk(x, k, dim, largest, sorted)\n"),
+    "scatter_reduce": ("\ndef _lib_scatter_reduce(x, dim, index, src, reduce, include_self):\n"
+                       "    return scatter_reduce(x, dim, index, src, reduce, include_self)\n"),
 }
 """forge's library kernels behind the ``forge_lib`` custom ops' argument order."""
 _TORCH_FALLBACK = {
@@ -357,6 +359,8 @@ _TORCH_FALLBACK = {
              "    return torch.sort(x, dim=dim, descending=descending)\n"),
     "topk": ("\ndef _lib_topk(x, k, dim, largest, sorted):\n"
              "    return torch.topk(x, k, dim=dim, largest=largest, sorted=sorted)\n"),
+    "scatter_reduce": ("\ndef _lib_scatter_reduce(x, dim, index, src, reduce, include_self):\n"
+                       "    return torch.scatter_reduce(x, dim, index, src, reduce, include_self=include_self)\n"),
 }
 """PyTorch for the library parts forge has no Triton kernel for (said in the candidate)."""
 

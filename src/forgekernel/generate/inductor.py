@@ -108,6 +108,7 @@ _LIBRARY_SCHEMAS = {
     "baddbmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
     "sort": "(Tensor x, int dim, bool descending) -> (Tensor, Tensor)",
     "topk": "(Tensor x, SymInt k, int dim, bool largest, bool sorted) -> (Tensor, Tensor)",
+    "scatter_reduce": "(Tensor x, int dim, Tensor index, Tensor src, str reduce, bool include_self) -> Tensor",
 }
 """The library ops forge implements in Triton, as custom-op schemas."""
 
@@ -115,6 +116,9 @@ _LIBRARY_SCHEMAS = {
 def _aten_call(name: str) -> Callable[..., Any]:
     import torch
 
+    if name == "scatter_reduce":
+        return lambda x, dim, index, src, reduce, include_self: torch.ops.aten.scatter_reduce.two(
+            x, dim, index, src, reduce, include_self=include_self)
     aten = getattr(torch.ops.aten, name).default
     if name == "convolution":
         return lambda *a: aten(*a)
@@ -171,6 +175,9 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
             ops["sort"], x, dim, keepdim, None),
         aten.kthvalue.default: lambda x, k, dim=-1, keepdim=False: rewrites.select_sorted(
             ops["sort"], x, dim, keepdim, k - 1),
+        aten.scatter_reduce.two: lambda x, dim, index, src, reduce, *, include_self=True: (
+            ops["scatter_reduce"](x, dim, index, src, reduce, include_self)
+            if reduce in ("amax", "amin", "mean") else NotImplemented),
         aten._embedding_bag.default: rewrites.embedding_bag_as_index_add,
         aten._embedding_bag_forward_only.default: rewrites.embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 2, *a, **k),
@@ -260,7 +267,7 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     # called after the graph instead of breaking it: fullgraph tracing would fail on it
     logging_calls = {*torch._dynamo.config.reorderable_logging_functions, warnings.warn}
     with _codegen_only(arch, config) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
-            torch._dynamo.config.patch(reorderable_logging_functions=logging_calls):
+            torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions():
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         try:
             out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)

@@ -1,14 +1,42 @@
 """ATen ops that TorchInductor hands to ATen (or to a library), rewritten before lowering into
-ops it lowers to Triton or into forge's library ops (:mod:`forgekernel.generate.library`).
+ops it lowers to Triton or into forge's library ops (:mod:`forgekernel.generate.library`),
+and torch functions rewritten while the reference is traced (:func:`traced_functions`).
 
-Each rewrite is a decomposition for :func:`forgekernel.generate.inductor.lower`'s table: it
-returns the op's results from other ops, or NotImplemented where it does not apply (Inductor's
-own handling then stands).
+Each ATen rewrite is a decomposition for :func:`forgekernel.generate.inductor.lower`'s table:
+it returns the op's results from other ops, or NotImplemented where it does not apply
+(Inductor's own handling then stands).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
+
+
+@contextlib.contextmanager
+def traced_functions() -> Iterator[None]:
+    """Torch functions rewritten while the reference is traced (Dynamo traces through an active
+    TorchFunctionMode), where the function itself would fix a size of the workload as a
+    constant: ``F.one_hot`` takes its class count as a plain int (a count read from a
+    tensor's size would be fixed at the example's); the same comparison against an
+    ``arange`` keeps it symbolic."""
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+
+    class _Rewrites(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            if func is F.one_hot:
+                x = args[0]
+                classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
+                if not isinstance(classes, int) or classes >= 0:  # -1: the count is data (left as is)
+                    return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).to(torch.int64)
+            return func(*args, **kwargs)
+
+    with _Rewrites():
+        yield
 
 
 def select_sorted(sort: Any, x: Any, dim: int, keepdim: bool, rank: Any) -> Any:

@@ -1,6 +1,6 @@
 """Self-contained Triton kernels that generated candidates paste in for library calls.
 
-TorchInductor leaves matrix products, convolutions, sorting and top-k to extern kernels
+TorchInductor leaves matrix products, convolutions, sorting, top-k and most scatter reductions to extern kernels
 (cuBLAS, cuDNN) or ATen;
 forge's generator replaces those calls with its own Triton kernels, taken from the files of
 this package. Each file is a complete Python module (importing only torch, triton,
@@ -9,7 +9,8 @@ triton.language and math) shipped as data, never imported by forge itself:
 * ``gemm``: ``mm``, ``addmm``, ``bmm``, ``baddbmm`` (aten semantics), knobs ``GEMM_*``;
 * ``conv``: ``convolution`` (aten.convolution semantics, 1-D/2-D/3-D, groups, transposed),
   knobs ``CONV_*``;
-* ``sort``: ``sort`` and ``topk`` (values and indices, one row per program), knob ``SORT_*``.
+* ``sort``: ``sort`` and ``topk`` (values and indices, one row per program), knob ``SORT_*``;
+* ``scatter``: ``scatter_reduce`` with amax, amin and mean (float atomics), knob ``SCATTER_*``.
 
 Every module-level name carries the file's prefix (``GEMM_``/``_gemm_``, ``CONV_``/``_conv_``)
 apart from the public functions, so several files can be pasted into one module. The knobs
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-NAMES: tuple[str, ...] = ("gemm", "conv", "sort")
+NAMES: tuple[str, ...] = ("gemm", "conv", "sort", "scatter")
 """The library files, by name (``<name>.py`` in this package)."""
 
 
