@@ -560,6 +560,50 @@ def test_a_one_hot_over_a_class_count_read_from_a_size_stays_symbolic(tmp_path):
     _generate_and_judge(_converted(tmp_path, ONE_HOT), tmp_path)
 
 
+SCAN_AND_HISTOGRAM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.logcumsumexp(x, dim=1), torch.histc(x, bins=16, min=-2.0, max=2.0)
+
+
+rows = 24
+length = 96
+
+
+def get_inputs():
+    return [torch.randn(rows, length)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_custom_scan_and_a_histogram_are_forge_kernels_judged_in_the_interpreter(tmp_path):
+    """logcumsumexp (a scan with a combine function: the interpreter's own scan called it
+    once per element, and a 1-element bool from forge's libdevice broke its `|`) and histc
+    over a given range (which Inductor hands to ATen: no kernel of the candidate ran) pass
+    under the CPU interpreter, with forge's scan and no ATen histogram."""
+    _generate_and_judge(_converted(tmp_path, SCAN_AND_HISTOGRAM), tmp_path,
+                        lambda text: "_rt_associative_scan(" in text and "aten.histc.default(" not in text)
+
+
+def test_histc_as_index_add_counts_as_aten_does():
+    """Each value's bin as ATen computes it: the top edge in the last bin, values outside the
+    range nowhere; a range of 0 to 0 (the data's own) is left to ATen."""
+    import torch
+
+    from forgekernel.generate.rewrites import histc_as_index_add
+
+    x = torch.randn(20000, generator=torch.Generator().manual_seed(0)) * 2
+    x[:6] = torch.tensor([-4.0, 4.0, 0.0, 3.9999, 4.5, -4.5])
+    assert torch.equal(histc_as_index_add(x, 64, -4, 4), torch.histc(x, 64, -4, 4))
+    assert histc_as_index_add(x, 64, 0, 0) is NotImplemented
+
+
 @pytest.mark.parametrize(("mode", "last", "flat"), [("sum", False, False), ("mean", False, False),
                                                     ("sum", True, True), ("mean", False, True)])
 def test_a_padded_embedding_bag_is_traced_as_the_same_bags_from_a_zeroed_row(mode, last, flat):

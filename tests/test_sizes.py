@@ -21,7 +21,6 @@ LONG_FUNCTIONS = {  # path:name -> the most lines it may have
 LONG_MODULES = {
     "agents/prompting.py": 441,
     "records.py": 432,  # the axis `follows` key, the agents' cache-token fields, AttemptOutcome, a task's languages
-    "generate/library/runtime.py": 462,  # copied whole into every generated candidate
 }
 
 

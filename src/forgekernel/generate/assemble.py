@@ -168,6 +168,7 @@ def _kernel(node: ast.Assign, number: int) -> Kernel:
             text = re.sub(rf"\b{re.escape(f.name)}\b", f"{f.name}_k{number}", text)
     text = re.sub(rf"\bdef {re.escape(name)}\(", f"def {name}_jit(", text, count=1)
     text = re.sub(r"\btriton_helpers\.(\w+)\b", r"_th_\1", text)
+    text = re.sub(r"\btl\.associative_scan\(", "_rt_associative_scan(", text)  # a fast one when interpreted
     return Kernel(name, kind, signature, hint_name, text,
                   int(fixed.group(1)) if fixed and "r0_numel" not in signature else None)
 
@@ -215,7 +216,7 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
         raise LoweringError(f"Inductor's call returns {wrapper.returns} tensors where the reference "
                             f"returns {lowered.outputs} (outputs that alias inputs are not supported)")
     helpers = _helper_files(wrapper)
-    pieces = ["runtime", *helpers, *sorted({EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY
+    pieces = ["runtime", "interpret", *helpers, *sorted({EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY
                                             and _available(EXTERN_LIBRARY[e])})]
     split = [_piece(p) for p in pieces]
     library = _library_notes(wrapper)

@@ -91,6 +91,23 @@ def embedding_bag_as_index_add(weight: Any, indices: Any, offsets: Any, scale_gr
     return out, bag, size, torch.zeros_like(size)
 
 
+def histc_as_index_add(x: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> Any:  # noqa: A002
+    """histc over a given range (which Inductor hands to ATen) as each value's bin, computed as
+    ATen computes it (the value at the top edge in the last bin, values outside the range
+    counted nowhere), added into the counts by ``index_add``. A range of 0 to 0 (the data's own
+    minimum and maximum) is left to ATen (NotImplemented)."""
+    import torch
+
+    lo, hi = float(min), float(max)
+    if lo == hi or not x.is_floating_point():
+        return NotImplemented
+    flat = x.reshape(-1)
+    inside = (flat >= lo) & (flat <= hi)
+    where = ((flat - lo) * bins / (hi - lo)).to(torch.int64).clamp(0, bins - 1)
+    counts = torch.zeros((bins,), dtype=torch.float32, device=x.device).index_add(0, where, inside.float())
+    return counts.to(x.dtype)  # counted in float32: a half-precision count stops at 2048
+
+
 AVG_POOL_WINDOW_MAX = 25
 """Inductor lowers average pooling itself up to this many window elements (or when the
 window equals the stride) and calls ATen beyond: forge then writes the pooling as a
