@@ -103,6 +103,19 @@ def test_untraceable_reference_is_a_lowering_error():
         lower(data_dependent, [torch.randn(4)])
 
 
+def test_a_lowering_past_its_time_limit_is_a_lowering_error_and_the_next_one_works():
+    """Inductor's symbolic index arithmetic can run for tens of minutes on some graphs: past
+    the limit the agent gets one line, and lowering works again afterwards."""
+    import torch
+
+    def softmax(x):
+        return torch.softmax(x * 2, dim=-1)
+
+    with pytest.raises(LoweringError, match="did not finish lowering the reference within 0.05 s"):
+        lower(softmax, [torch.randn(8, 16)], limit_s=0.05)
+    assert lower(softmax, [torch.randn(8, 16)]).code
+
+
 def test_a_warning_inside_the_reference_does_not_break_the_trace():
     """KernelBench's InstanceNorm-on-a-2D-tensor problems warn in forward; the warning is
     moved after the graph instead of breaking the full-graph trace."""

@@ -232,18 +232,28 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None) -> Iterator[l
         torch._dynamo.reset()
 
 
+LOWERING_LIMIT_S = 300.0
+"""How long tracing and lowering one reference may take: with every size symbolic, Inductor's
+index simplification can run for tens of minutes on some graphs (a 3-D transposed
+convolution followed by a group norm, say); past this the agent says so instead."""
+
+
 def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
-          names: tuple[str, ...] = (), config: dict[str, Any] | None = None) -> Lowered:
+          names: tuple[str, ...] = (), config: dict[str, Any] | None = None,
+          limit_s: float = LOWERING_LIMIT_S) -> Lowered:
     """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic).
 
     ``names``: the dotted names of the leading arguments that are a module's parameters and
     buffers (dynamo may see them through the module rather than the argument list);
-    ``config``: Inductor settings over :data:`INDUCTOR_CONFIG`."""
+    ``config``: Inductor settings over :data:`INDUCTOR_CONFIG`; ``limit_s``: see
+    :data:`LOWERING_LIMIT_S`."""
     import warnings
 
     import torch
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.decomposition import select_decomp_table
+
+    from forgekernel.task import _deadline, _ImportDeadline
 
     sources: list[Any] = []
     failures: list[BaseException] = []
@@ -271,7 +281,11 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
             torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions():
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         try:
-            out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)
+            with _deadline(limit_s):
+                out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)
+        except _ImportDeadline:
+            raise LoweringError(f"TorchInductor did not finish lowering the reference within {limit_s:g} s "
+                                "(its arithmetic on the symbolic sizes grows too large)") from None
         except Exception as exc:  # graph breaks, unsupported ops: one line for the plan
             raise LoweringError(f"TorchInductor could not trace the reference: {_first_line(exc)}") from None
     if not codes:
