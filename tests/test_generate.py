@@ -250,6 +250,26 @@ def get_init_inputs():
 '''
 
 
+@pytest.mark.parametrize(("shape", "groups", "affine"), [((3, 8, 5, 6, 7), 2, True), ((4, 6, 9), 3, False),
+                                                      ((5, 12), 4, True), ((2, 4, 3, 3), 1, True)])
+def test_the_traced_group_norm_gives_the_modules_output(shape, groups, affine):
+    """The GroupNorm forge traces (statistics per channel, then per group from its channels'),
+    against nn.GroupNorm itself: 3-D, 1-D and no spatial dimensions, one group, no affine."""
+    import torch
+
+    from forgekernel.generate.examples import shape_free
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.GroupNorm(groups, shape[1], affine=affine))
+    if affine:
+        torch.nn.init.normal_(model[0].weight)
+        torch.nn.init.normal_(model[0].bias)
+    x = torch.randn(*shape) * 3 + 1
+    want = model(x)
+    shape_free(model)
+    assert torch.allclose(model(x), want, atol=1e-5)
+
+
 def test_generated_group_norm_serves_every_group_count(tmp_path):
     """num_groups follows the channels (a workload with other channels has other groups):
     the lowering keeps it symbolic, where GroupNorm's ATen op would fix it at the example's
