@@ -6,8 +6,8 @@ module's import, the first call (its compile), a call at another shape, 50 calls
 under the profiler the judge's executor wraps every native correctness call in
 (``forgekernel.profile.launches._profiler``), then 10 calls each under a fresh profiler. A
 watchdog prints every thread's stack if a step hangs. Then ``forge judge`` on the same file,
-its own timeout 30 s inside the script's (a hung call then ends as TIMEOUT with the
-executor's stacks in the feedback).
+its own timeout 30 s inside the script's (a hung call then ends as TIMEOUT naming the
+workload, with what the executor printed).
 
     source scripts/gpu_env.sh    # on the GPU machine, with the CuTe wheels installed
     python3 benchmarks/native_diag.py --out $OUT/native --commit SHA [--judge-timeout 300]
@@ -91,7 +91,7 @@ def judge(kernel: Path, timeout: float) -> dict:
     profile = verdict.get("profile") or {}
     return {"status": verdict.get("status"), "speedup": verdict.get("speedup"),
             "reason": (verdict.get("reason") or proc.stderr.strip())[-1500:],
-            "feedback": (verdict.get("feedback") or "")[-3000:],  # a TIMEOUT's: the executor's stacks
+            "feedback": (verdict.get("feedback") or "")[-3000:],
             "wall_s": round(time.monotonic() - start, 1), "phases": profile.get("phases"),
             "spent": profile.get("spent"), "executor_boot": profile.get("executor_boot")}
 

@@ -90,9 +90,8 @@ def test_wrong_kernels_fail_with_the_right_status(path):
     _common(verdict, path)
     assert verdict.status is WRONG[path.name], verdict.reason
     assert verdict.wall_s < 60
-    if hangs:  # stopped by the verifier before its own deadline, with where the candidate was
+    if hangs:  # stopped by the verifier before its own deadline: the verdict names the workload
         assert verdict.wall_s < 20 and "no answer on M=16 x N=256" in verdict.reason
-        assert 'kernel.py", line 27 in run' in verdict.feedback, verdict.feedback
 
 
 @pytest.mark.parametrize("path", _cases("cheating"))

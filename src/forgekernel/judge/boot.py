@@ -1,6 +1,5 @@
 """The executor's start, before any candidate code: what each step took (reported with the
-load as data, never used for a verdict) and the GPU work every candidate needs first; and
-its stack dump before a deadline."""
+load as data, never used for a verdict) and the GPU work every candidate needs first."""
 
 from __future__ import annotations
 
@@ -35,13 +34,3 @@ def warm_cuda() -> None:
     except Exception:  # no Triton or no driver here: the candidate's import says so itself
         pass
 
-
-def stacks_after(seconds: float | None) -> None:
-    """Print every thread's stack to stderr if the request is still running after ``seconds``
-    (just before the verifier's deadline: a TIMEOUT verdict's tail then shows where the
-    candidate was); None: disarm."""
-    import faulthandler
-
-    faulthandler.cancel_dump_traceback_later()
-    if seconds:
-        faulthandler.dump_traceback_later(float(seconds), exit=False)

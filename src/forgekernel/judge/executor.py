@@ -335,7 +335,6 @@ def _plain(value: Any) -> Any:
 def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
     """Answer requests until ``exit`` (or the verifier goes away)."""
     from forgekernel.judge import failure, wire
-    from forgekernel.judge.boot import stacks_after
 
     handlers = {"load": ex.load, "model": ex.model, "call": ex.call, "repeat": ex.repeat,
                 "pools": ex.pools, "batch": ex.batch, "collect": ex.collect, "ping": ex.ping}
@@ -349,13 +348,10 @@ def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
             wire.send(res_fd, {"ok": True})
             return
         handler = handlers.get(str(op))
-        stacks_after(msg.get("stacks_after_s"))
         try:
             reply = handler(msg) if handler else {"protocol": f"unknown op {op!r}"}
         except BaseException as exc:  # the candidate's exception is data for the verifier
             reply = {"raised": failure.describe(exc, ex.candidate_dir)}
-        finally:
-            stacks_after(None)
         wire.send(res_fd, reply)
 
 

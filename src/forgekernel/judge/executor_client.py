@@ -161,11 +161,11 @@ class ExecutorClient:
     def ask(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request and wait for its answer (ExecutorGone when there is none)."""
         try:
-            wire.send(self.cmd, {**message, "stacks_after_s": _stacks_at(timeout_s)})
+            wire.send(self.cmd, message)
             return wire.recv(self.res, timeout_s=timeout_s)
         except wire.WireTimeout:
             self.kill()
-            for d in self.drains:  # the stacks it printed before the kill, for tail()
+            for d in self.drains:  # what it printed before the kill, for tail()
                 d.join(timeout=2)
             raise ExecutorGone("timeout", f"no answer within {timeout_s:.0f} s") from None
         except (wire.WireError, OSError) as exc:
@@ -194,11 +194,6 @@ class ExecutorClient:
                 name = "unknown"
             return f"was killed by signal {sig} ({name})"
         return f"exited with code {code} before answering"
-
-
-def _stacks_at(timeout_s: float) -> float:
-    """When the executor prints its stacks during a request (just before ``timeout_s``)."""
-    return max(0.5, min(timeout_s - 1.0, timeout_s * 0.95))
 
 
 def _env(spec: ExecutorSpec) -> dict[str, str]:

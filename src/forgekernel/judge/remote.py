@@ -32,8 +32,9 @@ DEADLINE_MARGIN_S = 1.5
 
 def within(deadline: float | None, timeout_s: float) -> float:
     """``timeout_s``, cut to what is left before the whole judgement's ``deadline``
-    (time.monotonic()): a call that hangs is then stopped by the verifier, with the candidate's
-    stacks in the verdict, rather than the verifier being killed from outside with nothing to say."""
+    (time.monotonic()): a call that hangs is then stopped by the verifier, the verdict naming the
+    workload and what the candidate printed, rather than the verifier being killed from outside
+    with nothing to say."""
     if deadline is None:
         return timeout_s
     return min(timeout_s, max(MIN_REQUEST_S, deadline - time.monotonic()))
