@@ -637,6 +637,95 @@ def test_histc_as_index_add_counts_as_aten_does():
     assert histc_as_index_add(x, 64, 0, 0) is NotImplemented
 
 
+CELLS_AND_POOL = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, inputs, hidden):
+        super().__init__()
+        self.gru = nn.GRUCell(inputs, hidden)
+        self.lstm = nn.LSTMCell(inputs, hidden)
+
+    def forward(self, x, h, c, image):
+        hy, cy = self.lstm(x, (h, c))
+        return self.gru(x, h) + hy + cy, F.adaptive_avg_pool2d(image, (3, 3))
+
+
+batch = 6
+inputs = 8
+hidden = 12
+size = 10
+
+
+def get_inputs():
+    return [torch.randn(batch, inputs), torch.randn(batch, hidden), torch.randn(batch, hidden),
+            torch.randn(batch, 4, size, size)]
+
+
+def get_init_inputs():
+    return [inputs, hidden]
+'''
+
+
+def test_rnn_cells_and_an_adaptive_pool_serve_every_size(tmp_path):
+    """GRUCell and LSTMCell (their C++ ops check the weights' sizes as plain ints) and a 3x3
+    adaptive average pool (Inductor lowers it with the input's sizes fixed) were fixed at the
+    example's sizes and failed every other workload; written out (the gates, two products
+    with pooling matrices) they pass everywhere."""
+    _generate_and_judge(_converted(tmp_path, CELLS_AND_POOL), tmp_path)
+
+
+def test_the_written_out_cells_and_pool_give_atens_values():
+    import torch
+
+    from forgekernel.generate.rewrites import _gru_cell, _lstm_cell, adaptive_avg_pool_as_matmul
+
+    torch.manual_seed(0)
+    x, h, c = torch.randn(3, 6), torch.randn(3, 5), torch.randn(3, 5)
+    gru, lstm = torch.nn.GRUCell(6, 5), torch.nn.LSTMCell(6, 5)
+    assert torch.allclose(_gru_cell(x, h, *gru.parameters()), gru(x, h), atol=1e-6)
+    got, want = _lstm_cell(x, (h, c), *lstm.parameters()), lstm(x, (h, c))
+    assert all(torch.allclose(g, w, atol=1e-6) for g, w in zip(got, want, strict=True))
+    image = torch.randn(2, 3, 13, 17)
+    assert torch.allclose(adaptive_avg_pool_as_matmul(image, [5, 3]),
+                          torch.ops.aten._adaptive_avg_pool2d(image, [5, 3]), atol=1e-6)
+    assert adaptive_avg_pool_as_matmul(image, [1, 1]) is NotImplemented
+
+
+FFT = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.fft.rfft(x, dim=-1).abs()
+
+
+rows = 8
+length = 32
+
+
+def get_inputs():
+    return [torch.randn(rows, length)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_whose_whole_compute_stays_on_aten_is_refused_by_name(tmp_path):
+    """An FFT has no Triton lowering: the built-in agent says so, naming the op, instead of
+    spending a verdict on a candidate none of whose kernels run."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.agents.base import AgentError
+
+    with pytest.raises(AgentError, match=r"leaves its compute to ATen \(aten\._fft_r2c\)"):
+        builtin_generated.generate(_converted(tmp_path, FFT))
+
+
 @pytest.mark.parametrize(("mode", "last", "flat"), [("sum", False, False), ("mean", False, False),
                                                     ("sum", True, True), ("mean", False, True)])
 def test_a_padded_embedding_bag_is_traced_as_the_same_bags_from_a_zeroed_row(mode, last, flat):

@@ -202,9 +202,23 @@ def _generate(task: TaskSpec) -> Generated:
     tf32 = int(task.judge.tf32)
     text = templates.with_values(asm.text, {"GEMM_ALLOW_TF32": tf32, "CONV_ALLOW_TF32": tf32})
     body = text[text.index("def _inductor_call("):text.index("def _inductor_args(")]
+    _no_eager_compute(task, asm.fallbacks, body)
     launches = body.count(".run(") + body.count("extern_kernels.") + len(asm.fallbacks)
     return Generated(text, asm.kernels, asm.library, _kinds(text), _template(text),
                      graph.describe(), max(launches, 1))
+
+
+def _no_eager_compute(task: TaskSpec, fallbacks: tuple[str, ...], body: str) -> None:
+    """Refuse, with the op's name, a candidate whose whole compute Inductor left to ATen (its
+    call launches no Triton kernel and calls no library kernel of forge's): the judge would
+    find none of its kernels ran, so judging it would only spend a verdict (an FFT has no
+    Triton lowering, say)."""
+    from forgekernel.judge.audit import TRIVIAL_CALLS, op_key
+
+    compute = sorted({f for f in fallbacks if op_key(f) not in TRIVIAL_CALLS})
+    if compute and ".run(" not in body and "extern_kernels." not in body:
+        raise builtin_ops.unsupported(task, f"TorchInductor leaves its compute to ATen (aten.{compute[0]}) "
+                                      "and forge has no Triton kernel of its own for it")
 
 
 def _entry(task: TaskSpec) -> Any:

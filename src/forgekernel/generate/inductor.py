@@ -180,6 +180,7 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
             if reduce in ("amax", "amin", "mean") else NotImplemented),
         aten._embedding_bag.default: rewrites.embedding_bag_as_index_add,
         aten.histc.default: rewrites.histc_as_index_add,
+        aten._adaptive_avg_pool2d.default: rewrites.adaptive_avg_pool_as_matmul,
         aten._embedding_bag_forward_only.default: rewrites.embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 2, *a, **k),
         aten.avg_pool3d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 3, *a, **k),

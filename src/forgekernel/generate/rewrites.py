@@ -20,10 +20,13 @@ def traced_functions() -> Iterator[None]:
     TorchFunctionMode), where the function itself would fix a size of the workload as a
     constant: ``F.one_hot`` takes its class count as a plain int (a count read from a
     tensor's size would be fixed at the example's); the same comparison against an
-    ``arange`` keeps it symbolic."""
+    ``arange`` keeps it symbolic. The GRU and LSTM cells (``nn.GRUCell``, ``nn.LSTMCell``)
+    check their weights' sizes as plain ints in C++; the same gates written out stay symbolic."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
+
+    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell}
 
     class _Rewrites(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -33,10 +36,36 @@ def traced_functions() -> Iterator[None]:
                 classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
                 if not isinstance(classes, int) or classes >= 0:  # -1: the count is data (left as is)
                     return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).to(torch.int64)
+            if func in cells:
+                return cells[func](*args, **kwargs)
             return func(*args, **kwargs)
 
     with _Rewrites():
         yield
+
+
+def _gru_cell(x: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:
+    """ATen's gru_cell, its gates in the same order and form."""
+    import torch
+    import torch.nn.functional as F
+
+    i_r, i_z, i_n = F.linear(x, w_ih, b_ih).chunk(3, 1)
+    h_r, h_z, h_n = F.linear(hx, w_hh, b_hh).chunk(3, 1)
+    reset, update = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+    new = torch.tanh(i_n + reset * h_n)
+    return (hx - new) * update + new
+
+
+def _lstm_cell(x: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:
+    """ATen's lstm_cell: (h, c) from the four gates."""
+    import torch
+    import torch.nn.functional as F
+
+    h, c = hx
+    gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, 1)
+    cy = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(cy), cy
 
 
 def select_sorted(sort: Any, x: Any, dim: int, keepdim: bool, rank: Any) -> Any:
@@ -106,6 +135,28 @@ def histc_as_index_add(x: Any, bins: int = 100, min: Any = 0, max: Any = 0) -> A
     where = ((flat - lo) * bins / (hi - lo)).to(torch.int64).clamp(0, bins - 1)
     counts = torch.zeros((bins,), dtype=torch.float32, device=x.device).index_add(0, where, inside.float())
     return counts.to(x.dtype)  # counted in float32: a half-precision count stops at 2048
+
+
+def adaptive_avg_pool_as_matmul(x: Any, output_size: Any) -> Any:
+    """2-D adaptive average pooling (which Inductor lowers only with the input's sizes fixed)
+    as two products with pooling matrices, ``P_h @ x @ P_w^T`` in float32, where row ``i`` of
+    ``P`` averages ATen's window ``[floor(i*H/O), ceil((i+1)*H/O))``. A global pool (1x1) is
+    left to Inductor (a mean)."""
+    import torch
+
+    out_h, out_w = (list(output_size) * 2)[:2] if len(output_size) == 1 else list(output_size)
+    if out_h == 1 and out_w == 1:
+        return NotImplemented
+
+    def pooling(size: Any, out: int) -> Any:
+        i = torch.arange(out, device=x.device)
+        start, end = (i * size) // out, ((i + 1) * size + out - 1) // out
+        at = torch.arange(size, device=x.device)
+        inside = (at[None, :] >= start[:, None]) & (at[None, :] < end[:, None])
+        return inside.float() / (end - start)[:, None].float()
+
+    rows, cols = pooling(x.shape[-2], out_h), pooling(x.shape[-1], out_w)
+    return torch.matmul(rows, torch.matmul(x.float(), cols.t())).to(x.dtype)
 
 
 AVG_POOL_WINDOW_MAX = 25
