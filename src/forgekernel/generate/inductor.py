@@ -254,8 +254,6 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.decomposition import select_decomp_table
 
-    from forgekernel.task import _deadline, _ImportDeadline
-
     sources: list[Any] = []
     failures: list[BaseException] = []
 
@@ -281,14 +279,8 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     with _codegen_only(arch, config) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
             torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions():
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
-        try:
-            with _deadline(limit_s):
-                out = torch.compile(traced, backend=backend, dynamic=True, fullgraph=True)(*example)
-        except _ImportDeadline:
-            raise LoweringError(f"TorchInductor did not finish lowering the reference within {limit_s:g} s "
-                                "(its arithmetic on the symbolic sizes grows too large)") from None
-        except Exception as exc:  # graph breaks, unsupported ops: one line for the plan
-            raise LoweringError(f"TorchInductor could not trace the reference: {_first_line(exc)}") from None
+        out = _compiled_once(torch.compile(traced, backend=backend, dynamic=True, fullgraph=True), example,
+                             limit_s)
     if not codes:
         why = f": {_first_line(failures[-1])}" if failures else " (nothing to compute?)"
         raise LoweringError(f"TorchInductor produced no code for the reference{why}")
@@ -296,6 +288,21 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     count = 1 if single else len(out) if isinstance(out, (tuple, list)) else 0
     return Lowered(code=codes[-1], args=tuple(_arg_source(s, names) for s in sources), outputs=count,
                    single=single, torch_version=torch.__version__)
+
+
+def _compiled_once(compiled: Callable[..., Any], example: list[Any], limit_s: float) -> Any:
+    """Run the compiled reference once on ``example`` (tracing and lowering it), within
+    ``limit_s``; any failure is one LoweringError line for the plan."""
+    from forgekernel.task import _deadline, _ImportDeadline
+
+    try:
+        with _deadline(limit_s):
+            return compiled(*example)
+    except _ImportDeadline:
+        raise LoweringError(f"TorchInductor did not finish lowering the reference within {limit_s:g} s "
+                            "(its arithmetic on the symbolic sizes grows too large)") from None
+    except Exception as exc:  # graph breaks, unsupported ops: one line for the plan
+        raise LoweringError(f"TorchInductor could not trace the reference: {_first_line(exc)}") from None
 
 
 def _restarts(exc: BaseException) -> bool:
