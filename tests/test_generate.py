@@ -103,6 +103,7 @@ def test_untraceable_reference_is_a_lowering_error():
         lower(data_dependent, [torch.randn(4)])
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # a deadline in a finaliser
 def test_a_lowering_past_its_time_limit_is_a_lowering_error_and_the_next_one_works():
     """Inductor's symbolic index arithmetic can run for tens of minutes on some graphs: past
     the limit the agent gets one line, and lowering works again afterwards."""

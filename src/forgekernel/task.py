@@ -259,7 +259,9 @@ def _deadline(seconds: float) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, fire)
     start = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # again every second after the first: a raise that lands in a finaliser or a weakref
+    # callback is printed and dropped by Python, and the deadline must still end the block
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     try:
         yield
     finally:
