@@ -727,6 +727,36 @@ def test_a_reference_whose_whole_compute_stays_on_aten_is_refused_by_name(tmp_pa
         builtin_generated.generate(_converted(tmp_path, FFT))
 
 
+SECOND_DIFFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.diff(x, n=2, dim=-1)
+
+
+rows = 16
+length = 40
+
+
+def get_inputs():
+    return [torch.randn(rows, length)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_size_written_for_the_example_that_comes_out_negative_gives_torchs_empty_result(tmp_path):
+    """A second difference writes its length as ``n - 2``; at a hidden workload of length 1 that
+    was -1 (a RuntimeError). The runtime makes such a tensor empty, as torch's own result is,
+    launches nothing for it, and the judge asks no kernel to run where every output is empty."""
+    verdict = _generate_and_judge(_converted(tmp_path, SECOND_DIFFERENCE), tmp_path)
+    assert any(w.hidden for w in verdict.workloads)
+
+
 @pytest.mark.parametrize(("mode", "last", "flat"), [("sum", False, False), ("mean", False, False),
                                                     ("sum", True, True), ("mean", False, True)])
 def test_a_padded_embedding_bag_is_traced_as_the_same_bags_from_a_zeroed_row(mode, last, flat):

@@ -53,3 +53,16 @@ def test_a_native_launch_seen_by_the_profiler_counts_by_its_base_name_for_the_ca
     assert facts["inputs_passed"] == [False]
     kind, _ = audit.observed_violation(facts, own=["rmsnorm_fwd"], forbid=(), ref_ops=set(), interpret=False)
     assert kind == "no_launch"
+
+
+def test_no_kernel_need_run_where_every_output_is_empty():
+    """A call whose outputs have no element (a second difference of a length-1 row) has nothing
+    to compute: the launch rule is waived there, and only there."""
+    from forgekernel.judge import audit
+
+    x, y = torch.randn(4, 1), torch.empty(4, 0)
+    facts = observe.summary(observe.Seen(), [x], (y,), ("diff_kernel",))
+    rules = {"own": ["diff_kernel"], "forbid": (), "ref_ops": set(), "interpret": True, "inputs_matter": False}
+    assert audit.observed_violation(facts, empty=True, **rules) is None
+    assert audit.observed_violation(facts, **rules)[0] == "no_launch"
+    assert audit.all_empty([y]) and not audit.all_empty([y, x]) and not audit.all_empty([])

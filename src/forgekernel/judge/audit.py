@@ -343,18 +343,24 @@ def roofline_floor(task: Any, workload: Any, outputs: list[tuple[tuple[int, ...]
     return roofline.floor(nbytes, flops, roofline.H200_SHARED, roofline.compute_dtype(task))
 
 
+def all_empty(outputs: list[Any]) -> bool:
+    """Whether there are outputs and none of them has an element (specs with a ``shape``)."""
+    return bool(outputs) and all(0 in tuple(o.shape) for o in outputs)
+
+
 def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tuple[str, ...],
-                       ref_ops: set[str], interpret: bool,
-                       inputs_matter: bool = True) -> tuple[str, str] | None:
+                       ref_ops: set[str], interpret: bool, inputs_matter: bool = True,
+                       empty: bool = False) -> tuple[str, str] | None:
     """(kind, reason) of the first audit rule what the executor observed breaks, else None
     (``own`` None: the task allows library kernels, so any Triton launch is the candidate's;
     ``inputs_matter`` False: the reference's answer at this workload does not depend on the
-    input values, so reading none of them is no fault)."""
+    input values, so reading none of them is no fault; ``empty``: every output has no element,
+    so there is nothing a kernel must compute and none need launch)."""
     bad = _forbidden_calls([str(c) for c in obs.get("calls", [])], forbid)
     if bad:
         return "forbidden", f"the call used {bad}, which the task forbids"
     launches = [str(n) for n in obs.get("launches", [])]
-    if not any(own is None or is_own(n, own) for n in launches):
+    if not empty and not any(own is None or is_own(n, own) for n in launches):
         shown = ", ".join(sorted(set(launches))[:5]) or "nothing"
         return "no_launch", (f"none of your kernels ran during the call (launched: {shown}); a "
                              "defined kernel must be launched and do the work")

@@ -261,8 +261,8 @@ class Session:
         if self.ref_ops is None:
             self.ref_ops = self._reference_ops(slot)
         rules = functools.partial(audit.observed_violation, observed, forbid=self.task.policy.forbid,
-                                  own=None if self.library_kernels else self.own_kernels,
-                                  ref_ops=self.ref_ops, interpret=self.interpret)
+                                  own=None if self.library_kernels else self.own_kernels, ref_ops=self.ref_ops,
+                                  interpret=self.interpret, empty=audit.all_empty(slot.outputs))
         why = rules()
         if why is not None and why[0] == "inputs_not_read" and not self._reference_reads(slot):
             why = rules(inputs_matter=False)

@@ -268,6 +268,8 @@ class _RtLaunch:
         grid = (triton.cdiv(sizes.get("xnumel", 1), meta.get("XBLOCK", 1)),
                 triton.cdiv(sizes.get("ynumel", 1), meta.get("YBLOCK", 1)),
                 triton.cdiv(sizes.get("znumel", 1), meta.get("ZBLOCK", 1)))
+        if min(grid) <= 0:  # nothing to compute (a size that came out 0, or below: see _rt_empty)
+            return
         for value in args:
             if isinstance(value, torch.Tensor) and value.untyped_storage().nbytes() // max(
                     value.element_size(), 1) > _RT_INT32_MAX:
@@ -280,7 +282,9 @@ _RT_DEVICE = ["cpu"]
 
 
 def _rt_empty(size, stride, dtype=None, device=None):
-    return torch.empty_strided(size, stride, dtype=dtype, device=_RT_DEVICE[0])
+    # a size written for the traced example (``n - 2`` of a second difference, say) can come out
+    # below 0 at a workload the example did not cover: torch's own result is then empty
+    return torch.empty_strided([max(0, s) for s in size], stride, dtype=dtype, device=_RT_DEVICE[0])
 
 
 def _rt_bind_device(flat):
@@ -292,7 +296,7 @@ def _rt_bind_device(flat):
 
 
 def reinterpret_tensor(t, size, stride, offset):
-    return t.as_strided(size, stride, t.storage_offset() + offset)
+    return t.as_strided([max(0, s) for s in size], stride, t.storage_offset() + offset)
 
 
 def assert_size_stride(t, size, stride, where=None):
