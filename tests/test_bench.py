@@ -88,10 +88,13 @@ def test_an_interrupted_bench_leaves_the_running_problem_unfinished(tmp_path):
     other = tmp_path / "other_relu.py"
     other.write_text((REPO / "tests/fixtures/kernelbench/2_relu.py").read_text())
     out = tmp_path / "b"
+    # a shell's background job starts with SIGINT ignored, and children inherit that: give the
+    # bench the default disposition a terminal's Ctrl-C meets
     proc = subprocess.Popen([sys.executable, "-m", "forgekernel.cli", "bench", str(slow), str(other),
                              "--out", str(out), "--delivery", "cpu", "--max-iterations", "1"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     log = out / "problems" / "slow_relu" / "new.log"
     deadline = time.monotonic() + 60
     while not log.exists() and time.monotonic() < deadline:
