@@ -213,11 +213,8 @@ def _no_eager_compute(task: TaskSpec, fallbacks: tuple[str, ...], body: str) -> 
     call launches no Triton kernel and calls no library kernel of forge's): the judge would
     find none of its kernels ran, so judging it would only spend a verdict (an FFT has no
     Triton lowering, say)."""
-    from forgekernel.judge.audit import TRIVIAL_CALLS, op_key
-
-    compute = sorted({f for f in fallbacks if op_key(f) not in TRIVIAL_CALLS})
-    if compute and ".run(" not in body and "extern_kernels." not in body:
-        raise builtin_ops.unsupported(task, f"TorchInductor leaves its compute to ATen (aten.{compute[0]}) "
+    if fallbacks and ".run(" not in body and "extern_kernels." not in body:
+        raise builtin_ops.unsupported(task, f"TorchInductor leaves its compute to ATen (aten.{sorted(fallbacks)[0]}) "
                                       "and forge has no Triton kernel of its own for it")
 
 
