@@ -33,4 +33,3 @@ def warm_cuda() -> None:
         driver.active.utils  # noqa: B018  (the property builds and loads the module)
     except Exception:  # no Triton or no driver here: the candidate's import says so itself
         pass
-
