@@ -15,7 +15,7 @@ if [ -f "$BENCH/bench.toml" ]; then
   args=("$BENCH")
 else
   args=(.kb/level1 .kb/level2 --sample "${SAMPLE:-30}" --seed "${SEED:-0}" --out "$BENCH" --delivery local
-        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-4}")
+        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}")
 fi
 start=$(date +%s)
 timeout -s INT "$LIMIT" python3 -m forgekernel.cli bench "${args[@]}" 2>&1 | tail -40
@@ -24,4 +24,4 @@ echo "bench call ended after $(( $(date +%s) - start )) s"
 tar -czf "$OUT/bench.tgz" -C "$BENCH" --exclude='*/.cache' --exclude='*/__pycache__' --exclude='*.so' \
   --exclude='*/triton_cache*' --exclude='*/build' . 2>/dev/null
 du -sh "$OUT/bench.tgz"
-for f in summary.json summary.md results.jsonl; do [ -f "$BENCH/$f" ] && cp "$BENCH/$f" "$OUT/"; done
+for f in summary.json summary.md summary.png results.jsonl; do [ -f "$BENCH/$f" ] && cp "$BENCH/$f" "$OUT/"; done

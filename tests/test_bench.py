@@ -42,6 +42,22 @@ def test_metrics_follow_kernelbench_definitions():
     assert cpu["timing"] == "cpu-interpret" and cpu["geomean_eager"] is None and cpu["fast_1_eager"] is None
 
 
+def test_compile_ratio_reads_forge_compare_and_names_what_it_could_not_time():
+    """torch.compile's time over the kernel's, geometric mean over the workloads where both
+    matched the reference; a workload where torch.compile did not is named, not averaged."""
+    def wl(axes, comp):
+        return {"axes": axes, "rows": [{"kind": "kernel", "status": "ok", "vs_kernel": 1.0}, comp]}
+    record = {"label": "device", "workloads": [
+        wl({"n": 1}, {"kind": "compile", "status": "ok", "vs_kernel": 2.0}),
+        wl({"n": 2}, {"kind": "compile", "status": "ok", "vs_kernel": 0.5}),
+        wl({"n": 3}, {"kind": "compile", "status": "failed", "detail": "InductorError", "vs_kernel": None})]}
+    out = bench.compile_ratio(record)
+    assert out["speedup_compile"] == pytest.approx(1.0) and out["compile_timing"] == "device"
+    assert out["compile_note"] == "n=3: torch.compile failed InductorError"
+    none = bench.compile_ratio({"label": "device", "workloads": [wl({"n": 1}, {"kind": "eager", "status": "ok"})]})
+    assert "speedup_compile" not in none and "torch.compile absent" in none["compile_note"]
+
+
 def test_bench_runs_resumes_and_summarises(tmp_path):
     out = tmp_path / "b"
     first = _forge("bench", str(FIXTURES), "--out", str(out), "--delivery", "cpu",

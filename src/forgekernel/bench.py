@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -29,6 +30,8 @@ from typing import Any
 from forgekernel.errors import ForgeError
 
 BENCH_TOML, RESULTS = "bench.toml", "results.jsonl"
+COMPARE_REPS = 20
+"""Timed rounds of the torch.compile comparison after each correct GPU problem."""
 
 
 class BenchError(ForgeError, ValueError):
@@ -210,8 +213,55 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[s
     row.update(_read_run(run_dir))
     if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
         row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
+    if settings.peers and row.get("correct") and row.get("timing") == "device":
+        if (peer := _compile_peer(base, run_dir, settings)) is None:
+            return None
+        row.update(peer)
     row["wall_s"] = _since(start)
     return row
+
+
+def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings) -> dict[str, Any] | None:
+    """torch.compile (default mode) against the best kernel, from `forge compare` in the same
+    worker with one method: ``speedup_compile`` is the geometric mean over the visible
+    workloads of torch.compile's device time over the kernel's. None when interrupted."""
+    where = settings.delivery if settings.delivery in ("auto", "local") else None
+    if where is None:
+        return {"compile_note": f"torch.compile not timed: forge compare runs on this machine, "
+                                f"the bench's delivery is {settings.delivery}"}
+    path = base / "compare.json"
+    path.unlink(missing_ok=True)
+    args = ["compare", str(run_dir / "task"), str(run_dir / "best"), "--delivery", where,
+            "--skip", "copy", "--skip", "read", "--reps", str(COMPARE_REPS), "--json", str(path),
+            "--plot", str(base / "compare.png"), "--timeout", "480", *settings.unsafe_args()]
+    out = _forge(args, base / "compare.log", 600)
+    if _interrupted(out):
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"compile_note": "torch.compile not timed: " + _failed("compare", base / "compare.log", out)["error"]}
+    return compile_ratio(record)
+
+
+def compile_ratio(record: dict[str, Any]) -> dict[str, Any]:
+    """``speedup_compile`` (geometric mean of torch.compile's time over the kernel's on the
+    workloads where both matched the reference) and a note for the workloads where not."""
+    ratios, notes = [], []
+    for wl in record.get("workloads", []):
+        rows = {r.get("kind"): r for r in wl.get("rows", [])}
+        comp = rows.get("compile") or {}
+        if comp.get("status") == "ok" and isinstance(comp.get("vs_kernel"), (int, float)) and comp["vs_kernel"] > 0:
+            ratios.append(comp["vs_kernel"])
+        else:
+            label = " x ".join(f"{k}={v}" for k, v in wl.get("axes", {}).items())
+            notes.append(f"{label}: torch.compile {comp.get('status', 'absent')} {comp.get('detail', '')}".strip())
+    out: dict[str, Any] = {"compile_timing": record.get("label")}
+    if ratios:
+        out["speedup_compile"] = statistics.geometric_mean(ratios)
+    if notes:
+        out["compile_note"] = "; ".join(notes)[:300]
+    return out
 
 
 def _forge(args: list[str], log: Path, timeout_s: float) -> subprocess.CompletedProcess:

@@ -24,6 +24,8 @@ def bench_cmd(
     target: float = typer.Option(None, "--target", min=0.001, help="Target speedup of every run."),
     sample: int = typer.Option(None, "--sample", min=1, help="Run a seeded random sample of this many problems."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    peers: bool = typer.Option(True, "--peers/--no-peers", help="After each problem correct on a GPU, "
+                               "time torch.compile against its best kernel (`forge compare`)."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
                                            help="Passed to every forge new/run (not kept in bench.toml)."),
 ) -> None:
@@ -43,7 +45,7 @@ def bench_cmd(
             problems = sorted(random.Random(seed).sample(problems, sample), key=lambda p: p.slug)
         root = out or Path(".artifacts") / f"bench_{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
         settings = bench.BenchSettings(agent=agent, delivery=delivery, iterations=max_iterations,
-                                       minutes=max_minutes, jobs=jobs, target=target)
+                                       minutes=max_minutes, jobs=jobs, target=target, peers=peers)
         bench.create(root, problems, settings)
         typer.echo(f"created bench dir {root} ({len(problems)} problems)")
 
