@@ -154,6 +154,11 @@ CONV_CASES = [  # name, x shape, weight shape, bias, stride, padding, dilation, 
     ("2d transposed tap-major", (2, 32, 5, 6), (32, 8, 3, 3), False, [2, 3], [1, 1], [1, 2], True, [1, 2], 2, None),
     ("2d transposed cl", (1, 16, 4, 4), (16, 8, 4, 4), True, [2, 2], [1, 1], [1, 1], True, [0, 0], 1, "cl"),
     ("3d transposed", (1, 2, 3, 4, 3), (2, 3, 2, 3, 2), True, [2, 1, 2], [0, 1, 1], [1, 1, 1], True, [1, 0, 0], 1, None),
+    # strided transposed convolutions run one launch per output phase: a phase no tap reaches
+    # (kernel 1 < stride 2: bias only), padding past the kernel, and KernelBench's k5 s2 p2
+    ("1d transposed k1 s2", (2, 3, 5), (3, 4, 1), True, [2], [0], [1], True, [1], 1, None),
+    ("2d transposed s2 p2 g3", (1, 6, 6, 5), (6, 2, 3, 3), False, [2, 2], [2, 2], [1, 1], True, [1, 0], 3, None),
+    ("3d transposed k5 s2 p2", (2, 4, 3, 4, 3), (4, 5, 5, 5, 5), True, [2, 2, 2], [2, 2, 2], [1, 1, 1], True, [0, 1, 0], 1, None),
     ("2d int params", (1, 8, 6, 6), (4, 8, 3, 3), False, 2, 1, 1, False, 0, 1, None),
     ("2d channels-last weight", (2, 16, 6, 5), (8, 16, 3, 3), True, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "wcl"),
 ]

@@ -31,7 +31,9 @@ STATIC = REPO / "tests" / "library_static.py"
 SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM_GROUP_M": 2,
                "GEMM_ALLOW_TF32": 0, "_gemm_grid_y_max": 2, "CONV_BLOCK_M": 16,
                "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0,
-               "SORT_MAX_ROW": 64, "SCATTER_BLOCK": 16}
+               "SORT_MAX_ROW": 64, "SCATTER_BLOCK": 16,
+               # the interpreter's own tile sizes (the GPU knobs above do not apply there)
+               "_gemm_cpu_blocks": [16, 16, 16], "_conv_cpu_blocks": [16, 16, 16]}
 KNOBS = {
     "gemm": ("GEMM_BLOCK_M = 128", "GEMM_BLOCK_N = 128", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),

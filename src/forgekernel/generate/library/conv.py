@@ -12,7 +12,9 @@ dimensions) and as one GEMM per group: output positions (n, od, oh, ow) flattene
 rows, the group's output channels the N columns, and (kernel tap, input channel of the
 group) the K reduction. Input tiles are gathered with computed indices and masks (padding,
 dilation and, for transposed convolution, positions where (o + pad - k*dil) is not a
-multiple of the stride contribute nothing), the products run on ``tl.dot`` with fp32
+multiple of the stride contribute nothing; a strided transposed convolution without
+dilation is instead split into one stride-1 launch per output phase, whose taps all
+contribute: s^3 launches walking 1/s^3 of the taps), the products run on ``tl.dot`` with fp32
 accumulation, and the bias is added before the store. The weight is repacked once per call
 to [groups, taps * Cin/groups, Cout/groups] so that its tiles load contiguously. K is walked
 tap by tap in blocks of input channels when a group has at least 16 input channels (the
@@ -45,6 +47,9 @@ CONV_ALLOW_TF32 = 1
 # --- end ---
 
 _conv_flat_below = 16  # input channels per group under which K is one flat taps x channels range
+# Under the CPU interpreter every tile op is one NumPy call whatever the tile's size, so the
+# cost is the number of programs x steps: much larger tiles there (same code and masks).
+_conv_cpu_blocks = (1024, 128, 128)
 
 
 @triton.jit
@@ -232,6 +237,12 @@ def _conv_block(dim, knob):
     return min(knob, max(16, triton.next_power_of_2(max(int(dim), 1))))
 
 
+def _conv_span(t):
+    """Elements from a tensor's first to its last element (its numel when dense; more for
+    a strided view, whose offsets reach that far)."""
+    return 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride(), strict=True))
+
+
 def _conv_alloc(x, weight, shape):
     """The output, channels-last when x or weight is (aten's layout on the GPU)."""
     fmt = torch.contiguous_format
@@ -246,15 +257,16 @@ def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed):
     (_, _, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
     cout_g, kred, m = wp.shape[2], wp.shape[1], nb * o_d * o_h * o_w
     flat = cin_g < _conv_flat_below
-    bm, bn = _conv_block(m, CONV_BLOCK_M), _conv_block(cout_g, CONV_BLOCK_N)
-    bk = _conv_block(kred if flat else cin_g, CONV_BLOCK_K)
+    knobs = _conv_cpu_blocks if x.device.type == "cpu" else (CONV_BLOCK_M, CONV_BLOCK_N, CONV_BLOCK_K)
+    bm, bn = _conv_block(m, knobs[0]), _conv_block(cout_g, knobs[1])
+    bk = _conv_block(kred if flat else cin_g, knobs[2])
     fp32 = x.dtype == torch.float32
     _conv_kernel[(triton.cdiv(m, bm) * triton.cdiv(cout_g, bn), groups)](
         x, wp, bias if bias is not None else y, y, m, cout_g, cin_g, kred,
         i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
         HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
         M_MAJOR=_conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst),
-        INDEX64=max(x.numel(), y.numel()) >= 2**31, UPCAST=x.device.type == "cpu" and not fp32,
+        INDEX64=max(_conv_span(x), _conv_span(y)) >= 2**31, UPCAST=x.device.type == "cpu" and not fp32,
         PRECISION="ieee" if fp32 and not CONV_ALLOW_TF32 else "tf32",
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=min(CONV_NUM_WARPS, max(1, bm * bn // 256)),
         num_stages=CONV_NUM_STAGES)
@@ -278,7 +290,35 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     y = _conv_alloc(x, weight, (x.shape[0], cout, *osz[3 - nd:]))
     if y.numel() == 0:
         return y
+    xg = _conv_gatherable(x, nd, cin_g, k3)
+    if transposed and max(s3) > 1 and d3 == (1, 1, 1):
+        _conv_phases(xg, weight, bias, y, nd, groups, cin_g, k3, s3, p3)
+        return y
     wp = _conv_pack(weight, groups, transposed)
-    _conv_launch(_conv_gatherable(x, nd, cin_g, k3), wp, bias, y, nd, groups, cin_g, k3,
-                 s3, p3, d3, transposed)
+    _conv_launch(xg, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed)
     return y
+
+
+def _conv_phases(x, weight, bias, y, nd, groups, cin_g, k3, s3, p3):
+    """A strided transposed convolution as one stride-1 transposed convolution per output phase.
+
+    Output o (per dimension) receives input i through tap k when o + pad - k = i * s, so the
+    outputs o = o0 + t*s of one phase o0 use only the taps k = k0 + j*s with k0 = (o0 + pad)
+    mod s, and read i = t - j + c with c = (o0 + pad - k0) / s (>= 0): a transposed
+    convolution with stride 1 and padding c over the sub-sampled kernel, written into the
+    strided view of y. Every tap walked contributes, instead of 1 in s per dimension."""
+    lead = (slice(None), slice(None))
+    for phase in range(s3[0] * s3[1] * s3[2]):
+        o0 = (phase // (s3[1] * s3[2]), (phase // s3[2]) % s3[1], phase % s3[2])
+        k0 = tuple((o + p) % st for o, p, st in zip(o0, p3, s3, strict=True))
+        c = tuple((o + p - k) // st for o, p, k, st in zip(o0, p3, k0, s3, strict=True))
+        yv = y[lead + tuple(slice(o, None, st) for o, st in zip(o0[3 - nd:], s3[3 - nd:], strict=True))]
+        if yv.numel() == 0:
+            continue
+        wv = weight[lead + tuple(slice(k, None, st) for k, st in zip(k0[3 - nd:], s3[3 - nd:], strict=True))]
+        if wv.numel() == 0:  # no tap reaches this phase (kernel smaller than the stride)
+            yv.copy_(bias.view(-1, *(1,) * nd).expand_as(yv) if bias is not None else torch.zeros_like(yv))
+            continue
+        kv = tuple(-(-(k - k_0) // st) for k, k_0, st in zip(k3, k0, s3, strict=True))
+        _conv_launch(x, _conv_pack(wv, groups, True), bias, yv, nd, groups, cin_g, kv,
+                     (1, 1, 1), c, (1, 1, 1), True)

@@ -43,6 +43,9 @@ GEMM_ALLOW_TF32 = 1
 # --- end ---
 
 _gemm_grid_y_max = 65535  # CUDA's limit on grid axis 1
+# Under the CPU interpreter a tile op costs one NumPy call whatever its size: larger tiles
+# there (same code and masks), fewer programs and steps.
+_gemm_cpu_blocks = (512, 256, 128)
 _gemm_kmajor_min = 128  # tf32: copy an operand K-major when the other side spans this many
 
 
@@ -150,8 +153,8 @@ def _gemm_launch(a, b, c, bias, alpha, beta):
             _gemm_launch(a[sl], b[sl], c[sl], None if x is None else x[sl], alpha, beta)
         return
     a, b = _gemm_kmajor(a, b, m, n)
-    bm, bn, bk = (_gemm_block(m, GEMM_BLOCK_M), _gemm_block(n, GEMM_BLOCK_N),
-                  _gemm_block(k, GEMM_BLOCK_K))
+    knobs = _gemm_cpu_blocks if a.device.type == "cpu" else (GEMM_BLOCK_M, GEMM_BLOCK_N, GEMM_BLOCK_K)
+    bm, bn, bk = (_gemm_block(m, knobs[0]), _gemm_block(n, knobs[1]), _gemm_block(k, knobs[2]))
     has_bias = bias is not None and beta != 0
     shape = (nb, m, n)
     _gemm_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn), nb)](
