@@ -54,6 +54,11 @@ def test_compile_ratio_reads_forge_compare_and_names_what_it_could_not_time():
     out = bench.compile_ratio(record)
     assert out["speedup_compile"] == pytest.approx(1.0) and out["compile_timing"] == "device"
     assert out["compile_note"] == "n=3: torch.compile failed InductorError"
+    # only the sizes the judge's speedup over eager came from (the row's timed workloads)
+    row = {"workloads": [{"axes": {"n": 2}, "speedup": 3.0}, {"axes": {"n": 1}, "speedup": None}]}
+    assert bench.compile_ratio(record, bench.timed_axes(row)) == {"compile_timing": "device",
+                                                                  "speedup_compile": pytest.approx(0.5)}
+    assert bench.timed_axes({"workloads": []}) is None
     none = bench.compile_ratio({"label": "device", "workloads": [wl({"n": 1}, {"kind": "eager", "status": "ok"})]})
     assert "speedup_compile" not in none and "torch.compile absent" in none["compile_note"]
 

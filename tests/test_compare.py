@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from forgekernel.compare import peers, record, render, timing
+from forgekernel.compare import api, peers, record, render, timing
 from forgekernel.task import load_task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,6 +101,8 @@ def _task_with_peer(tmp_path: Path, peer: str) -> Path:
     (["rmsnorm", "missing/kernel.py"], "missing/kernel.py: no kernel"),
     (["rmsnorm", "--skip", "nothing"], "--skip nothing: no such peer"),
     (["rmsnorm", "--delivery", "cpu", "--workloads", "all"], "needs a GPU delivery"),
+    (["rmsnorm", "--delivery", "cpu", "--workloads", "timed"], "needs a GPU delivery"),
+    (["rmsnorm", "--delivery", "cpu", "--workloads", "some"], "use smoke, all or timed"),
     (["rmsnorm", "--delivery", "moon"], "--delivery 'moon'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, expected):
@@ -123,6 +125,14 @@ def test_a_bad_peer_table_is_one_line(tmp_path, peer, expected):
     proc = forge(str(task), cwd=tmp_path)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr
     assert proc.stderr.startswith(f"forge: error: {task / 'task.toml'}: peer[0]")
+
+
+def test_timed_workloads_are_the_ones_the_judge_times_on_a_gpu():
+    task = load_task(REPO / "tasks" / "rmsnorm")
+    timed = api.choose_workloads(task, "timed", "device")
+    assert timed and all(not w.smoke for w in timed) and len(timed) == sum(not w.smoke for w in task.workloads)
+    only_smoke = task.model_copy(update={"workloads": task.smoke_workloads()})
+    assert api.choose_workloads(only_smoke, "timed", "device") == only_smoke.workloads
 
 
 def test_the_plan_orders_peers_and_matches_library_peers_to_the_task(tmp_path):

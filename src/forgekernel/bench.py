@@ -214,14 +214,15 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[s
     if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
         row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
     if settings.peers and row.get("correct") and row.get("timing") == "device":
-        if (peer := _compile_peer(base, run_dir, settings)) is None:
+        if (peer := _compile_peer(base, run_dir, settings, row)) is None:
             return None
         row.update(peer)
     row["wall_s"] = _since(start)
     return row
 
 
-def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings) -> dict[str, Any] | None:
+def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings,
+                  row: dict[str, Any]) -> dict[str, Any] | None:
     """torch.compile (default mode) against the best kernel, from `forge compare` in the same
     worker with one method: ``speedup_compile`` is the geometric mean over the visible
     workloads of torch.compile's device time over the kernel's. None when interrupted."""
@@ -232,7 +233,7 @@ def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings) -> dict[st
     path = base / "compare.json"
     path.unlink(missing_ok=True)
     args = ["compare", str(run_dir / "task"), str(run_dir / "best"), "--delivery", where,
-            "--skip", "copy", "--skip", "read", "--reps", str(COMPARE_REPS), "--json", str(path),
+            "--workloads", "timed", "--skip", "copy", "--skip", "read", "--reps", str(COMPARE_REPS), "--json", str(path),
             "--plot", str(base / "compare.png"), "--timeout", "480", *settings.unsafe_args()]
     out = _forge(args, base / "compare.log", 600)
     if _interrupted(out):
@@ -241,14 +242,24 @@ def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings) -> dict[st
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return {"compile_note": "torch.compile not timed: " + _failed("compare", base / "compare.log", out)["error"]}
-    return compile_ratio(record)
+    return compile_ratio(record, timed_axes(row))
 
 
-def compile_ratio(record: dict[str, Any]) -> dict[str, Any]:
-    """``speedup_compile`` (geometric mean of torch.compile's time over the kernel's on the
-    workloads where both matched the reference) and a note for the workloads where not."""
+def timed_axes(row: dict[str, Any]) -> list[dict[str, int]] | None:
+    """The workloads the judge's speedup came from (its visible timed ones), None if unknown."""
+    axes = [w["axes"] for w in row.get("workloads") or [] if w.get("speedup") is not None]
+    return axes or None
+
+
+def compile_ratio(record: dict[str, Any], only: list[dict[str, int]] | None = None) -> dict[str, Any]:
+    """``speedup_compile``: the geometric mean of torch.compile's time over the kernel's on the
+    workloads where both matched the reference (``only``: of those, the ones the judge's
+    speedup over eager came from, so that both figures cover the same sizes); a note for the
+    workloads where torch.compile did not match."""
     ratios, notes = [], []
     for wl in record.get("workloads", []):
+        if only is not None and wl.get("axes") not in only:
+            continue
         rows = {r.get("kind"): r for r in wl.get("rows", [])}
         comp = rows.get("compile") or {}
         if comp.get("status") == "ok" and isinstance(comp.get("vs_kernel"), (int, float)) and comp["vs_kernel"] > 0:

@@ -30,8 +30,8 @@ def compare(
     task: str = typer.Argument(..., metavar="TASK", help="Task directory, or a name under tasks/."),
     kernels: list[Path] = typer.Argument(None, metavar="KERNEL...", help="kernel.py files, their "
                                          "directories or run dirs (default: kernels/<task>/kernel.py)."),
-    workloads: str = typer.Option(None, "--workloads", help="smoke or all (default: smoke on the cpu "
-                                  "runner, all on a GPU)."),
+    workloads: str = typer.Option(None, "--workloads", help="smoke, all or timed (the judge's timed "
+                                  "ones: not smoke) (default: smoke on the cpu runner, all on a GPU)."),
     smoke: bool = typer.Option(False, "--smoke", help="Same as --workloads smoke."),
     reps: int = typer.Option(None, "--reps", min=1, max=1000, help="Timed rounds per peer "
                              "(default: 60 on a GPU, 5 on the cpu runner)."),

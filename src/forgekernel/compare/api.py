@@ -77,13 +77,16 @@ def kernel_names(paths: list[Path]) -> dict[str, str]:
 
 
 def choose_workloads(task: TaskSpec, which: str, label: str) -> tuple[Workload, ...]:
-    """smoke (the CPU interpreter's only choice) or all (every workload of the task)."""
-    if which not in ("smoke", "all"):
-        raise CompareError(f"--workloads {which!r}: use smoke or all")
-    if which == "all" and label == "cpu-interpret":
-        raise CompareError("--workloads all needs a GPU delivery: the cpu-interpret runner runs "
+    """smoke (the CPU interpreter's only choice), all (every workload of the task) or timed
+    (the ones the judge times on a GPU: the non-smoke workloads, all if there are none)."""
+    if which not in ("smoke", "all", "timed"):
+        raise CompareError(f"--workloads {which!r}: use smoke, all or timed")
+    if which != "smoke" and label == "cpu-interpret":
+        raise CompareError(f"--workloads {which} needs a GPU delivery: the cpu-interpret runner runs "
                            "smoke workloads only")
     chosen = task.smoke_workloads() if which == "smoke" else task.workloads
+    if which == "timed":
+        chosen = tuple(w for w in task.workloads if not w.smoke) or task.workloads
     if not chosen:
         raise CompareError(f"task {task.name} has no {which} workload")
     return chosen
