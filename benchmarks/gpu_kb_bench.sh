@@ -2,7 +2,7 @@
 # KernelBench sample on the lent GPU: `forge bench` with the built-in agent, resumable across
 # device calls. Run there as: source scripts/gpu_env.sh && bash benchmarks/gpu_kb_bench.sh
 # BENCH (default .artifacts/kb_h200) is created on the first call (SAMPLE problems of .kb's
-# level1+level2, seed SEED) and resumed on later ones; each call stops after LIMIT seconds and
+# level1+level2, seed SEED; the problems spread over the machine's GPUs) and resumed on later ones; each call stops after LIMIT seconds and
 # packs the bench dir (summary, results, every problem's ledger, log and report) into
 # $OUT/bench.tgz, which a later call on a fresh machine can unpack into BENCH to resume.
 set -uo pipefail
@@ -15,7 +15,7 @@ if [ -f "$BENCH/bench.toml" ]; then
   args=("$BENCH")
 else
   args=(.kb/level1 .kb/level2 --sample "${SAMPLE:-30}" --seed "${SEED:-0}" --out "$BENCH" --delivery local
-        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}")
+        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}" --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}")
 fi
 start=$(date +%s)
 timeout -s INT "$LIMIT" python3 -m forgekernel.cli bench "${args[@]}" 2>&1 | tail -40

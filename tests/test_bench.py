@@ -63,6 +63,25 @@ def test_compile_ratio_reads_forge_compare_and_names_what_it_could_not_time():
     assert "speedup_compile" not in none and "torch.compile absent" in none["compile_note"]
 
 
+def test_gpus_spread_the_problems_round_robin_and_reach_each_forge_process(tmp_path):
+    slots = bench.gpu_slots(bench.BenchSettings(jobs=6, gpus=4))
+    assert [slots.get() for _ in range(6)] == [0, 1, 2, 3, 0, 1]
+    unpinned = bench.gpu_slots(bench.BenchSettings(jobs=2))
+    assert [unpinned.get() for _ in range(2)] == [None, None]
+    log = tmp_path / "run.log"  # FK_GPU reaches the subprocess: an invalid one is refused there
+    out = bench._forge(["run", str(tmp_path / "none")], log, 60, {"FK_GPU": "x"})
+    assert out.returncode == 2
+    assert log.read_text().splitlines()[0] == f"$ FK_GPU=x forge run {tmp_path / 'none'}"
+    assert "FK_GPU (environment) must be a GPU index, got 'x'" in log.read_text()
+
+
+def test_gpus_need_the_local_delivery_and_no_bench_dir_is_made(tmp_path):
+    proc = _forge("bench", str(FIXTURES), "--out", str(tmp_path / "b"), "--delivery", "cpu",
+                  "--gpus", "2", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("forge: error: --gpus 2 pins problems")
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "b").exists()
+
+
 def test_bench_runs_resumes_and_summarises(tmp_path):
     out = tmp_path / "b"
     first = _forge("bench", str(FIXTURES), "--out", str(out), "--delivery", "cpu",

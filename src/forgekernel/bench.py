@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import signal
 import statistics
@@ -57,6 +58,9 @@ class BenchSettings:
     jobs: int = 1
     target: float | None = None
     peers: bool = True
+    gpus: int = 0
+    """Pin the problems round-robin to GPUs 0..gpus-1 (FK_GPU of each one's forge processes);
+    0: leave the GPU to the delivery's own choice."""
     unsafe: bool = False
     """--unsafe-no-sandbox for this invocation only (never written to bench.toml)."""
 
@@ -172,13 +176,31 @@ def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: No
     todo = [p for p in problems if p.slug not in done]
     record = _Recorder(root, on_result)
     pool = ThreadPoolExecutor(max_workers=max(1, settings.jobs))
+    slots = gpu_slots(settings)
     try:
-        for future in as_completed([pool.submit(run_problem, root, p, settings) for p in todo]):
+        for future in as_completed([pool.submit(_on_a_slot, slots, root, p, settings) for p in todo]):
             if (row := future.result()) is not None:  # None: interrupted, left for the resume
                 record(row)
     finally:  # on Ctrl-C the problems not yet started stay unstarted
         pool.shutdown(wait=True, cancel_futures=True)
     return summary(root)
+
+
+def gpu_slots(settings: BenchSettings) -> queue.Queue:
+    """One slot per job, each a GPU index (round-robin over ``settings.gpus``) or None."""
+    slots: queue.Queue = queue.Queue()
+    for i in range(max(1, settings.jobs)):
+        slots.put(i % settings.gpus if settings.gpus > 0 else None)
+    return slots
+
+
+def _on_a_slot(slots: queue.Queue, root: Path, problem: Problem,
+               settings: BenchSettings) -> dict[str, Any] | None:
+    gpu = slots.get()
+    try:
+        return run_problem(root, problem, settings, gpu)
+    finally:
+        slots.put(gpu)
 
 
 def summary(root: Path) -> dict[str, Any]:
@@ -189,11 +211,13 @@ def summary(root: Path) -> dict[str, Any]:
     return bench_summary.write(root, problems, settings, finished(root))
 
 
-def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[str, Any] | None:
+def run_problem(root: Path, problem: Problem, settings: BenchSettings,
+                gpu: int | None = None) -> dict[str, Any] | None:
     """Convert (KernelBench files), run and read back one problem; never raises. None when
     `forge new` or `forge run` was interrupted (Ctrl-C, a signal): the problem is not finished
     and a later `forge bench` on the bench dir resumes it."""
     start = time.monotonic()
+    env = {"FK_GPU": str(gpu)} if gpu is not None else {}
     base = root / "problems" / problem.slug
     base.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {"slug": problem.slug, "source": problem.source}
@@ -201,28 +225,28 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings) -> dict[s
     if not (run_dir / "run.toml").is_file():
         args = ["new", problem.source, "--out", str(run_dir), "--agent", settings.agent,
                 "--delivery", settings.delivery, *settings.unsafe_args()]
-        out = _forge(args, base / "new.log", 300)
+        out = _forge(args, base / "new.log", 300, env)
         if _interrupted(out):
             return None
         if out.returncode != 0:
             return {**row, **_failed("convert", base / "new.log", out), "wall_s": _since(start)}
     out = _forge(["run", str(run_dir), *settings.run_args()], base / "run.log",
-                 60 * settings.minutes + 600)
+                 60 * settings.minutes + 600, env)
     if _interrupted(out):
         return None
     row.update(_read_run(run_dir))
     if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
         row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
     if settings.peers and row.get("correct") and row.get("timing") == "device":
-        if (peer := _compile_peer(base, run_dir, settings, row)) is None:
+        if (peer := _compile_peer(base, run_dir, settings, row, env)) is None:
             return None
         row.update(peer)
     row["wall_s"] = _since(start)
     return row
 
 
-def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings,
-                  row: dict[str, Any]) -> dict[str, Any] | None:
+def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings, row: dict[str, Any],
+                  env: dict[str, str]) -> dict[str, Any] | None:
     """torch.compile (default mode) against the best kernel, from `forge compare` in the same
     worker with one method: ``speedup_compile`` is the geometric mean over the visible
     workloads of torch.compile's device time over the kernel's. None when interrupted."""
@@ -235,7 +259,7 @@ def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings,
     args = ["compare", str(run_dir / "task"), str(run_dir / "best"), "--delivery", where,
             "--workloads", "timed", "--skip", "copy", "--skip", "read", "--reps", str(COMPARE_REPS), "--json", str(path),
             "--plot", str(base / "compare.png"), "--timeout", "480", *settings.unsafe_args()]
-    out = _forge(args, base / "compare.log", 600)
+    out = _forge(args, base / "compare.log", 600, env)
     if _interrupted(out):
         return None
     try:
@@ -275,14 +299,17 @@ def compile_ratio(record: dict[str, Any], only: list[dict[str, int]] | None = No
     return out
 
 
-def _forge(args: list[str], log: Path, timeout_s: float) -> subprocess.CompletedProcess:
+def _forge(args: list[str], log: Path, timeout_s: float,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "forgekernel.cli", *args]
     with open(log, "a") as fh:
-        fh.write(f"$ forge {' '.join(args)}\n")
+        pinned = "".join(f"{k}={v} " for k, v in (env or {}).items())
+        fh.write(f"$ {pinned}forge {' '.join(args)}\n")
         fh.flush()
         try:
             return subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout_s,
-                                  stdin=subprocess.DEVNULL, check=False)
+                                  stdin=subprocess.DEVNULL, check=False,
+                                  env={**os.environ, **env} if env else None)
         except subprocess.TimeoutExpired:
             fh.write(f"forge bench: killed after {timeout_s:.0f} s\n")
             return subprocess.CompletedProcess(cmd, 124)

@@ -24,6 +24,8 @@ def bench_cmd(
     target: float = typer.Option(None, "--target", min=0.001, help="Target speedup of every run."),
     sample: int = typer.Option(None, "--sample", min=1, help="Run a seeded random sample of this many problems."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    gpus: int = typer.Option(0, "--gpus", min=0, help="Spread the problems round-robin over GPUs "
+                             "0..N-1 of this machine (--delivery local; 0: the delivery's choice)."),
     peers: bool = typer.Option(True, "--peers/--no-peers", help="After each problem correct on a GPU, "
                                "time torch.compile against its best kernel (`forge compare`)."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
@@ -36,16 +38,24 @@ def bench_cmd(
     from forgekernel.cli.preflight import sandbox_ready
     from forgekernel.delivery.base import resolve_delivery
 
-    sandbox_ready(resolve_delivery(delivery)[0], unsafe_no_sandbox)  # before any bench dir
+    where = resolve_delivery(delivery)[0]
+    sandbox_ready(where, unsafe_no_sandbox)  # before any bench dir
     if len(sources) == 1 and (sources[0] / bench.BENCH_TOML).is_file():
         root = sources[0]
+        try:
+            kept = bench.load(root)[1]
+        except bench.BenchError as exc:
+            raise fail(str(exc)) from None
+        _check_gpus(kept.gpus, resolve_delivery(kept.delivery)[0])
     else:
+        _check_gpus(gpus, where)
         problems = bench.problems_from(sources)
         if sample is not None and sample < len(problems):
             problems = sorted(random.Random(seed).sample(problems, sample), key=lambda p: p.slug)
         root = out or Path(".artifacts") / f"bench_{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
         settings = bench.BenchSettings(agent=agent, delivery=delivery, iterations=max_iterations,
-                                       minutes=max_minutes, jobs=jobs, target=target, peers=peers)
+                                       minutes=max_minutes, jobs=jobs, target=target, peers=peers,
+                                       gpus=gpus)
         bench.create(root, problems, settings)
         typer.echo(f"created bench dir {root} ({len(problems)} problems)")
 
@@ -61,3 +71,17 @@ def bench_cmd(
     m = summary["metrics"]
     typer.echo(f"summary: {root / 'summary.md'}")
     typer.echo(f"{m['correct']} of {m['problems']} correct; timing {m['timing']}")
+
+
+def _check_gpus(gpus: int, delivery: str) -> None:
+    """--gpus N needs the local delivery and GPUs 0..N-1 on this machine (NVML's answer)."""
+    if gpus == 0:
+        return
+    if delivery != "local":
+        raise fail(f"--gpus {gpus} pins problems to this machine's GPUs: use it with --delivery local "
+                   f"(the delivery here is {delivery})")
+    from forgekernel.delivery.gpu_probe import nvml_name
+
+    for i in range(gpus):
+        if nvml_name(environ={"CUDA_VISIBLE_DEVICES": str(i)}) is None:
+            raise fail(f"--gpus {gpus}: this machine has no GPU {i}")
