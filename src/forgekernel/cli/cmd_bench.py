@@ -42,11 +42,7 @@ def bench_cmd(
     sandbox_ready(where, unsafe_no_sandbox)  # before any bench dir
     if len(sources) == 1 and (sources[0] / bench.BENCH_TOML).is_file():
         root = sources[0]
-        try:
-            kept = bench.load(root)[1]
-        except bench.BenchError as exc:
-            raise fail(str(exc)) from None
-        _check_gpus(kept.gpus, resolve_delivery(kept.delivery)[0])
+        _check_resumed(root)
     else:
         _check_gpus(gpus, where)
         problems = bench.problems_from(sources)
@@ -58,14 +54,8 @@ def bench_cmd(
                                        gpus=gpus)
         bench.create(root, problems, settings)
         typer.echo(f"created bench dir {root} ({len(problems)} problems)")
-
-    def show(row: dict) -> None:
-        mark = "correct" if row.get("correct") else f"not correct ({row.get('error') or 'no candidate passed'})"
-        x = f", {row['speedup']:.3g}x ({row.get('timing')})" if row.get("speedup") else ""
-        typer.echo(f"[{row['slug']}] {mark}{x}")
-
     try:
-        summary = bench.run(root, on_result=show, unsafe_no_sandbox=unsafe_no_sandbox)
+        summary = bench.run(root, on_result=_show, unsafe_no_sandbox=unsafe_no_sandbox)
     except bench.BenchError as exc:
         raise fail(str(exc)) from None
     m = summary["metrics"]
@@ -85,3 +75,21 @@ def _check_gpus(gpus: int, delivery: str) -> None:
     for i in range(gpus):
         if nvml_name(environ={"CUDA_VISIBLE_DEVICES": str(i)}) is None:
             raise fail(f"--gpus {gpus}: this machine has no GPU {i}")
+
+
+def _show(row: dict) -> None:
+    mark = "correct" if row.get("correct") else f"not correct ({row.get('error') or 'no candidate passed'})"
+    x = f", {row['speedup']:.3g}x ({row.get('timing')})" if row.get("speedup") else ""
+    typer.echo(f"[{row['slug']}] {mark}{x}")
+
+
+def _check_resumed(root: Path) -> None:
+    """A bench dir to resume: readable, and its --gpus still on this machine."""
+    from forgekernel import bench
+    from forgekernel.delivery.base import resolve_delivery
+
+    try:
+        kept = bench.load(root)[1]
+    except bench.BenchError as exc:
+        raise fail(str(exc)) from None
+    _check_gpus(kept.gpus, resolve_delivery(kept.delivery)[0])
