@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # KernelBench sample on the lent GPU: `forge bench` with the built-in agent, resumable across
-# device calls. Run there as: source scripts/gpu_env.sh && bash benchmarks/gpu_kb_bench.sh
+# device calls. Run there as: source scripts/gpu_env.sh && COMMIT=<sha> bash benchmarks/gpu_kb_bench.sh
 # BENCH (default .artifacts/kb_h200) is created on the first call (SAMPLE problems of .kb's
 # level1+level2, seed SEED; the problems spread over the machine's GPUs) and resumed on later ones; each call stops after LIMIT seconds and
 # packs the bench dir (summary, results, every problem's ledger, log and report) into
 # $OUT/bench.tgz, which a later call on a fresh machine can unpack into BENCH to resume.
+# COMMIT (required) is the commit of the working tree sent to the machine (its git copy may
+# be older); it goes with the device, date and versions into $OUT/meta.json.
 set -uo pipefail
+: "${COMMIT:?set COMMIT=<sha of the working tree>}"
+python3 -c "import json, sys; sys.path.insert(0, 'benchmarks'); import verdict_time; \
+print(json.dumps(verdict_time.meta(sys.argv[1], 'local')))" "$COMMIT" > "$OUT/meta.json"
 BENCH=${BENCH:-.artifacts/kb_h200}
 LIMIT=${LIMIT:-420}
 if [ ! -f "$BENCH/bench.toml" ] && [ -f .artifacts/bench.tgz ]; then

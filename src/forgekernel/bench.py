@@ -247,18 +247,18 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings,
 
 def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings, row: dict[str, Any],
                   env: dict[str, str]) -> dict[str, Any] | None:
-    """torch.compile (default mode) against the best kernel, from `forge compare` in the same
-    worker with one method: ``speedup_compile`` is the geometric mean over the visible
-    workloads of torch.compile's device time over the kernel's. None when interrupted."""
-    where = settings.delivery if settings.delivery in ("auto", "local") else None
-    if where is None:
+    """torch.compile (default mode) against the best kernel, from `forge compare` in one
+    worker with one method, on the workloads the judge timed (:func:`compile_ratio`). None
+    when interrupted."""
+    if settings.delivery not in ("auto", "local"):
         return {"compile_note": f"torch.compile not timed: forge compare runs on this machine, "
                                 f"the bench's delivery is {settings.delivery}"}
     path = base / "compare.json"
     path.unlink(missing_ok=True)
-    args = ["compare", str(run_dir / "task"), str(run_dir / "best"), "--delivery", where,
-            "--workloads", "timed", "--skip", "copy", "--skip", "read", "--reps", str(COMPARE_REPS), "--json", str(path),
-            "--plot", str(base / "compare.png"), "--timeout", "480", *settings.unsafe_args()]
+    args = ["compare", str(run_dir / "task"), str(run_dir / "best"), "--delivery", settings.delivery,
+            "--workloads", "timed", "--skip", "copy", "--skip", "read", "--reps", str(COMPARE_REPS),
+            "--json", str(path), "--plot", str(base / "compare.png"), "--timeout", "480",
+            *settings.unsafe_args()]
     out = _forge(args, base / "compare.log", 600, env)
     if _interrupted(out):
         return None

@@ -193,13 +193,11 @@ def _kb_inputs(module: ModuleType, seed: int, device: str) -> list[Any]:
     where the host takes seconds per GB (KernelBench level 1 draws 6 GB tensors)."""
     import torch
 
-    if not device.startswith("cuda"):
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            return list(module.get_inputs())
-    dev = torch.device(device)
-    index = dev.index if dev.index is not None else torch.cuda.current_device()
-    with torch.random.fork_rng(devices=[index]), dev:
+    devices, where = [], contextlib.nullcontext()
+    if device.startswith("cuda"):
+        where = torch.device(device)
+        devices = [where.index if where.index is not None else torch.cuda.current_device()]
+    with torch.random.fork_rng(devices=devices), where:
         torch.manual_seed(seed)
         return list(module.get_inputs())
 

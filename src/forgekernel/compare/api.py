@@ -84,9 +84,12 @@ def choose_workloads(task: TaskSpec, which: str, label: str) -> tuple[Workload, 
     if which != "smoke" and label == "cpu-interpret":
         raise CompareError(f"--workloads {which} needs a GPU delivery: the cpu-interpret runner runs "
                            "smoke workloads only")
-    chosen = task.smoke_workloads() if which == "smoke" else task.workloads
-    if which == "timed":
+    if which == "smoke":
+        chosen = task.smoke_workloads()
+    elif which == "timed":
         chosen = tuple(w for w in task.workloads if not w.smoke) or task.workloads
+    else:
+        chosen = task.workloads
     if not chosen:
         raise CompareError(f"task {task.name} has no {which} workload")
     return chosen
