@@ -82,6 +82,17 @@ def test_gpus_need_the_local_delivery_and_no_bench_dir_is_made(tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "b").exists()
 
 
+def test_share_gpu_needs_the_local_delivery_and_reaches_each_forge_process(tmp_path):
+    proc = _forge("bench", str(FIXTURES), "--out", str(tmp_path / "b"), "--delivery", "cpu",
+                  "--share-gpu", "8", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("forge: error: --share-gpu shares")
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "b").exists()
+    log = tmp_path / "run.log"  # FK_GPU_SHARE_GB is read there: a bad one is refused in one line
+    out = bench._forge(["run", str(tmp_path / "none")], log, 60, {"FK_GPU_SHARE_GB": "-1"})
+    assert out.returncode == 2
+    assert "FK_GPU_SHARE_GB (environment) must be a positive number of GiB, got '-1'" in log.read_text()
+
+
 def test_bench_runs_resumes_and_summarises(tmp_path):
     out = tmp_path / "b"
     first = _forge("bench", str(FIXTURES), "--out", str(out), "--delivery", "cpu",

@@ -61,6 +61,9 @@ class BenchSettings:
     gpus: int = 0
     """Pin the problems round-robin to GPUs 0..gpus-1 (FK_GPU of each one's forge processes);
     0: leave the GPU to the delivery's own choice."""
+    share_gb: float | None = None
+    """FK_GPU_SHARE_GB of each problem's forge processes: judgements under this estimated
+    footprint check correctness beside other problems' on one GPU (timing stays exclusive)."""
     unsafe: bool = False
     """--unsafe-no-sandbox for this invocation only (never written to bench.toml)."""
 
@@ -218,6 +221,8 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings,
     and a later `forge bench` on the bench dir resumes it."""
     start = time.monotonic()
     env = {"FK_GPU": str(gpu)} if gpu is not None else {}
+    if settings.share_gb:
+        env["FK_GPU_SHARE_GB"] = str(settings.share_gb)
     base = root / "problems" / problem.slug
     base.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {"slug": problem.slug, "source": problem.source}

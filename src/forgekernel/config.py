@@ -18,6 +18,7 @@ from forgekernel.errors import ForgeError
 ENV_KEYS = {
     "FK_DELIVERY": "delivery",
     "FK_GPU": "gpu",
+    "FK_GPU_SHARE_GB": "gpu_share_gb",
     "REMOTE_HOST": "remote_host",
     "REMOTE_WORKDIR": "remote_workdir",
     "FK_AGENT": "agent",
@@ -58,6 +59,10 @@ class Settings(BaseModel):
     """Where judge jobs run; ``auto`` = ``local`` when a CUDA GPU is visible, else ``cpu``."""
     gpu: int | None = None
     """GPU index for the ``local`` delivery (CUDA_VISIBLE_DEVICES for the worker)."""
+    gpu_share_gb: float | None = None
+    """``local`` delivery: judgements whose estimated device footprint is at most this many
+    GiB run their untimed phases (correctness) beside other jobs on the same GPU; timing
+    always has it alone. None: each job holds the GPU alone from its first GPU work."""
     remote_host: str | None = None
     """ssh alias of the GPU host (``ssh`` delivery)."""
     remote_workdir: str | None = None
@@ -147,6 +152,15 @@ def load_settings(flags: dict[str, Any] | None = None, cwd: Path | None = None) 
             values["gpu"] = int(values["gpu"])
         except (TypeError, ValueError):
             raise ConfigError(f"FK_GPU ({sources['gpu']}) must be a GPU index, got {values['gpu']!r}") from None
+    if "gpu_share_gb" in values:
+        try:
+            share = float(values["gpu_share_gb"])
+        except (TypeError, ValueError):
+            share = -1.0
+        if not share > 0:
+            raise ConfigError(f"FK_GPU_SHARE_GB ({sources['gpu_share_gb']}) must be a positive number of "
+                              f"GiB, got {values['gpu_share_gb']!r}")
+        values["gpu_share_gb"] = share
     if values.get("delivery", "auto") not in DELIVERIES:
         raise ConfigError(f"delivery {values['delivery']!r} ({sources.get('delivery')}) is not "
                           f"one of {', '.join(DELIVERIES)}")

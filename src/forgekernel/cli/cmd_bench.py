@@ -26,14 +26,16 @@ def bench_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
     gpus: int = typer.Option(0, "--gpus", min=0, help="Spread the problems round-robin over GPUs "
                              "0..N-1 of this machine (--delivery local; 0: the delivery's choice)."),
+    share_gpu: float = typer.Option(None, "--share-gpu", min=0.01, metavar="GIB",
+                                    help="With --jobs above the GPU count: judgements whose estimated "
+                                         "device footprint is at most GIB check correctness beside "
+                                         "each other; timing always has the GPU alone."),
     peers: bool = typer.Option(True, "--peers/--no-peers", help="After each problem correct on a GPU, "
                                "time torch.compile against its best kernel (`forge compare`)."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox",
                                            help="Passed to every forge new/run (not kept in bench.toml)."),
 ) -> None:
     """Run every problem (resumable) and write summary.json, summary.md and summary.png."""
-    import random
-
     from forgekernel import bench
     from forgekernel.cli.preflight import sandbox_ready
     from forgekernel.delivery.base import resolve_delivery
@@ -44,16 +46,11 @@ def bench_cmd(
         root = sources[0]
         _check_resumed(root)
     else:
-        _check_gpus(gpus, where)
-        problems = bench.problems_from(sources)
-        if sample is not None and sample < len(problems):
-            problems = sorted(random.Random(seed).sample(problems, sample), key=lambda p: p.slug)
-        root = out or Path(".artifacts") / f"bench_{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+        _check_gpus(gpus, where, share_gpu)
         settings = bench.BenchSettings(agent=agent, delivery=delivery, iterations=max_iterations,
                                        minutes=max_minutes, jobs=jobs, target=target, peers=peers,
-                                       gpus=gpus)
-        bench.create(root, problems, settings)
-        typer.echo(f"created bench dir {root} ({len(problems)} problems)")
+                                       gpus=gpus, share_gb=share_gpu)
+        root = _create(sources, out, sample, seed, settings)
     try:
         summary = bench.run(root, on_result=_show, unsafe_no_sandbox=unsafe_no_sandbox)
     except bench.BenchError as exc:
@@ -63,8 +60,27 @@ def bench_cmd(
     typer.echo(f"{m['correct']} of {m['problems']} correct; timing {m['timing']}")
 
 
-def _check_gpus(gpus: int, delivery: str) -> None:
-    """--gpus N needs the local delivery and GPUs 0..N-1 on this machine (NVML's answer)."""
+def _create(sources: list[Path], out: Path | None, sample: int | None, seed: int, settings) -> Path:
+    """A new bench dir for the problems in ``sources`` (a seeded sample of them)."""
+    import random
+
+    from forgekernel import bench
+
+    problems = bench.problems_from(sources)
+    if sample is not None and sample < len(problems):
+        problems = sorted(random.Random(seed).sample(problems, sample), key=lambda p: p.slug)
+    root = out or Path(".artifacts") / f"bench_{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    bench.create(root, problems, settings)
+    typer.echo(f"created bench dir {root} ({len(problems)} problems)")
+    return root
+
+
+def _check_gpus(gpus: int, delivery: str, share_gb: float | None = None) -> None:
+    """--gpus N needs the local delivery and GPUs 0..N-1 on this machine (NVML's answer);
+    --share-gpu the local delivery."""
+    if share_gb is not None and delivery != "local":
+        raise fail(f"--share-gpu shares this machine's GPU between jobs: use it with --delivery local "
+                   f"(the delivery here is {delivery})")
     if gpus == 0:
         return
     if delivery != "local":

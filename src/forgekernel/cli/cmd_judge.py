@@ -27,7 +27,7 @@ def _runner(delivery: str | None):
     name, _why = resolve_delivery(settings.delivery)
     if name not in ("cpu", "local"):
         raise ForgeError(f"delivery '{name}' cannot run `forge judge` yet; use cpu or local")
-    return make_runner(name, gpu=settings.gpu)
+    return make_runner(name, gpu=settings.gpu, settings=settings)
 
 
 def _run(task_dir: Path, kernel: Path, delivery: str | None, options, as_json: bool) -> None:

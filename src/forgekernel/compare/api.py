@@ -115,7 +115,7 @@ def _run(runner: Runner, payload: dict[str, Any], timeout_s: float, sandbox: boo
 
     with tempfile.TemporaryDirectory(prefix="forge-compare-") as tmp:
         result = runner.run(Job(module="forgekernel.compare.worker", payload=payload, cwd=tmp,
-                                timeout_s=timeout_s, sandboxed=sandbox))
+                                timeout_s=timeout_s, sandboxed=sandbox, gated=True))
     if not result.ok or result.result is None:
         tail = [ln for ln in result.stderr_tail.strip().splitlines() if ln.strip()][-1:]
         raise CompareError(f"compare worker: {result.describe_failure()}"

@@ -23,10 +23,15 @@ REDUCTION = 4
 it then gets the read-only ceiling (``read``) beside the copy."""
 
 
+EXCLUSIVE_PREP = ("compile", "call")
+"""Peers whose first call may tune itself by timing (Inductor's and libraries' autotuners):
+checked with the GPU held alone, so a shared GPU cannot bias what they choose."""
+
+
 def main() -> None:
     env = channel.receive()
     try:
-        result = run(env.payload)
+        result = run(env.payload, env.device)
     except Exception as exc:  # one answer says what went wrong; the parent raises it
         import traceback
 
@@ -48,7 +53,9 @@ def versions() -> dict[str, str]:
     return out
 
 
-def run(payload: dict[str, Any]) -> dict[str, Any]:
+def run(payload: dict[str, Any], device: Any = None) -> dict[str, Any]:
+    """``device(mode, footprint)`` asks for the GPU (:meth:`Envelope.device`): shared while
+    kernels load and peers are checked, exclusive for what is timed."""
     import torch
 
     from forgekernel.compare.timing import CpuClock, GpuClock
@@ -57,10 +64,12 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
     from forgekernel.task import load_task
 
     task = load_task(payload["task"], check_reference=False)
-    on_gpu = torch.cuda.is_available()
+    device_fn, on_gpu = device, torch.cuda.is_available()
     device = "cuda" if on_gpu else "cpu"
     clock = GpuClock() if on_gpu else CpuClock()
     problem = Problem(task, device)
+    gate = _Gate(device_fn, problem, payload["workloads"])
+    gate("S")
     entries = _kernels(problem, payload["peers"])
     started, budget = time.monotonic(), float(payload.get("budget_s") or 1e12)
     workloads = []
@@ -68,12 +77,33 @@ def run(payload: dict[str, Any]) -> dict[str, Any]:
         if time.monotonic() - started > budget:
             workloads.append({"axes": axes, "rows": [], "note": "not reached: the time budget was spent"})
             continue
-        ctx = {"problem": problem, "entries": entries, "device": device, "interpret": not on_gpu}
+        ctx = {"problem": problem, "entries": entries, "device": device, "interpret": not on_gpu, "gate": gate}
+        gate("S")
         workloads.append(_workload(ctx, Workload(axes=dict(axes)), payload, clock))
         if on_gpu:
             torch.cuda.empty_cache()
     return {"device": torch.cuda.get_device_name(0) if on_gpu else "cpu", "versions": versions(),
-            "label": clock.label, "method": clock.method, "workloads": workloads}
+            "label": clock.label, "method": clock.method, "workloads": workloads,
+            "gpu_wait_s": round(gate.waited_s, 3)}
+
+
+class _Gate:
+    """Asks for the GPU in a mode (no-op without a gate); counts the seconds waited."""
+
+    FACTOR = 8
+    """Estimated device bytes per byte of the largest workload's inputs and parameters (the
+    inputs, each peer's copy, the reference's and the float64 oracle's outputs)."""
+
+    def __init__(self, ask: Any, problem: Any, workloads: list[dict[str, Any]]) -> None:
+        from forgekernel.records import Workload
+
+        self.ask, self.waited_s = ask, 0.0
+        self.footprint = self.FACTOR * problem.footprint([Workload(axes=dict(a)) for a in workloads]) \
+            if ask is not None else 0
+
+    def __call__(self, mode: str) -> None:
+        if self.ask is not None:
+            self.waited_s += self.ask(mode, self.footprint)
 
 
 def _kernels(problem: Any, peers: list[dict[str, Any]]) -> dict[str, Any]:
@@ -107,16 +137,19 @@ def _workload(ctx: dict[str, Any], wl: Any, payload: dict[str, Any], clock: Any)
     ctx.update(inputs=inputs, refs=refs, oracle=oracle, wl=wl)
     bytes_in, bytes_out = cl.nbytes(inputs), cl.nbytes(refs)
     reduction = bytes_out * REDUCTION <= bytes_in
-    rows, timed = [], {}
-    for peer in payload["peers"]:
+    rows, timed = {}, {}
+    for peer in sorted(payload["peers"], key=lambda p: p["kind"] in EXCLUSIVE_PREP):  # shared ones first
         if peer["kind"] == "read" and not reduction:
             continue
-        row, call = _prepare(peer, ctx, bytes_in, bytes_out)
-        rows.append(row)
+        if peer["kind"] in EXCLUSIVE_PREP:
+            ctx["gate"]("X")
+        rows[peer["name"]], call = _prepare(peer, ctx, bytes_in, bytes_out)
         if call is not None:
             timed[peer["name"]] = call
+    rows = [rows[p["name"]] for p in payload["peers"] if p["name"] in rows]
     del ctx["oracle"], ctx["refs"], oracle, refs  # the peers' own inputs stay, for timing
     warmup = int(payload.get("warmup", 3))
+    ctx["gate"]("X")
     times = measure(timed, clock, reps=int(payload.get("reps", 5)), warmup=warmup)
     for row in rows:
         got = times.get(row["name"])

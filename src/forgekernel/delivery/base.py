@@ -35,6 +35,10 @@ class Job(BaseModel):
     starts inside the sandbox (:mod:`forgekernel.sandbox`), seeing read-only only Python and
     the paths its payload names, writing only its ``cwd``; no network, no credentials. The
     judge's verifier is not sandboxed: it starts its own sandboxed executor."""
+    gated: bool = False
+    """The worker asks for the GPU itself (``Envelope.device``) after its imports, shared for
+    untimed work and exclusive for timing (:mod:`forgekernel.delivery.gpu_gate`); otherwise
+    the runner holds the GPU exclusively for the whole job."""
 
 
 class JobResult(BaseModel):
@@ -52,6 +56,12 @@ class JobResult(BaseModel):
     stdout_tail: str = ""
     stderr_tail: str = ""
     wall_s: float = 0.0
+    gpu_wait_s: float = 0.0
+    """A gated job: seconds its worker waited for the GPU (not counted by its timeout)."""
+    gpu_held_s: float = 0.0
+    """A gated job: seconds from its first grant to its end."""
+    gpu_modes: str = ""
+    """A gated job: the modes it was granted, in order (``S`` shared, ``X`` exclusive)."""
 
     @property
     def ok(self) -> bool:
@@ -60,7 +70,8 @@ class JobResult(BaseModel):
     def describe_failure(self) -> str:
         """One line saying why no result came back."""
         if self.timed_out:
-            return f"timed out after {self.wall_s:.1f} s; the process group was killed"
+            waited = f" (and {self.gpu_wait_s:.1f} s waiting for the GPU)" if self.gpu_wait_s >= 0.05 else ""
+            return f"timed out after {self.wall_s - self.gpu_wait_s:.1f} s{waited}; the process group was killed"
         if self.flooded:
             return "flooded stdout/stderr beyond the output cap; the process group was killed"
         if self.channel_error:

@@ -28,6 +28,18 @@ class Envelope:
     timing_label: str
     _key: bytes = field(repr=False, default=b"")
     _fd: int = field(repr=False, default=-1)
+    _gate: tuple[int, int] | None = field(repr=False, default=None)
+
+    def device(self, mode: str, footprint: int = 0) -> float:
+        """Before GPU work in a gated job: wait until the runner holds the GPU for it, shared
+        (``S``, nothing timed; ``footprint`` is the bytes it expects to keep on the device)
+        or exclusive (``X``). Returns the seconds waited (0 when the job is not gated: the
+        runner then holds the GPU for the whole job). See :mod:`forgekernel.delivery.gpu_gate`."""
+        if self._gate is None:
+            return 0.0
+        from forgekernel.delivery.gpu_gate import ask
+
+        return ask(*self._gate, mode, footprint)
 
     def reply(self, result: dict[str, Any]) -> None:
         """Send the one answer of this job and close the channel."""
@@ -53,8 +65,10 @@ def receive() -> Envelope:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
+    gate = data.get("gate")
     return Envelope(payload=data["payload"], delivery=data["delivery"],
-                    timing_label=data["timing_label"], _key=data["key"].encode(), _fd=int(data["fd"]))
+                    timing_label=data["timing_label"], _key=data["key"].encode(), _fd=int(data["fd"]),
+                    _gate=(int(gate[0]), int(gate[1])) if gate else None)
 
 
 def verify_frames(data: bytes, key: str) -> tuple[dict[str, Any] | None, str]:

@@ -12,6 +12,11 @@ from forgekernel.delivery.channel import receive
 def main() -> None:
     env = receive()
     act = env.payload.get("act", "echo")
+    waits = []
+    if act == "gate":  # ask for the device in each mode given, then hold it a while
+        for mode in env.payload.get("modes", ["X"]):
+            waits.append(env.device(mode, int(env.payload.get("footprint", 0))))
+            time.sleep(float(env.payload.get("hold_s", 0)))
     if act == "sleep":
         time.sleep(float(env.payload.get("seconds", 60)))
     elif act == "exit":
@@ -26,7 +31,7 @@ def main() -> None:
     elif act == "forge":
         os.write(env._fd, b"FKR1 00 2\n{}")
     env.reply({"echo": env.payload, "delivery": env.delivery,
-               "interpret": os.environ.get("TRITON_INTERPRET", "")})
+               "interpret": os.environ.get("TRITON_INTERPRET", ""), "waits": waits})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ the whole group, so nothing a candidate spawns outlives its judgement.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import secrets
@@ -25,6 +24,7 @@ from typing import Any
 from forgekernel.config import worker_env
 from forgekernel.delivery.base import Job, JobResult
 from forgekernel.delivery.channel import verify_frames
+from forgekernel.delivery.gpu_gate import DeviceLock, Gate
 
 _TAIL = 16 * 1024
 
@@ -87,8 +87,17 @@ class SubprocessRunner:
     def describe(self) -> dict[str, Any]:
         return {"delivery": self.name, "timing": self.timing_label, "python": self.python}
 
+    def gate_lock(self) -> DeviceLock | None:
+        """What a gated job's requests take (None: granted at once, as on the CPU)."""
+        return None
+
+    share_bytes: int | None = None
+    """A gated job's shared requests up to this footprint share the GPU (None: never)."""
+
     # -- the job
     def run(self, job: Job) -> JobResult:
+        if job.gated:
+            return self._run(job)
         with self.device_lock():
             return self._run(job)
 
@@ -97,6 +106,9 @@ class SubprocessRunner:
         rfd, wfd = os.pipe()
         envelope = {"key": key, "fd": wfd, "delivery": self.name, "timing_label": self.timing_label,
                     "payload": job.payload}
+        gate_fds, kept = _gate_pipes(job.gated)
+        if gate_fds:
+            envelope["gate"] = list(kept)
         env = worker_env(self.extra_env())
         env.update(job.env)
         env["PYTHONUNBUFFERED"] = "1"
@@ -106,19 +118,24 @@ class SubprocessRunner:
             try:
                 how, launch = self._command(job, env, scratch)
             except RuntimeError as exc:
-                os.close(rfd)
-                os.close(wfd)
+                for fd in (rfd, wfd, *gate_fds):
+                    os.close(fd)
                 return JobResult(channel_error=str(exc))
             with tempfile.TemporaryFile() as stdin_file, _interrupts_held():
                 stdin_file.write(json.dumps(envelope).encode())
                 stdin_file.seek(0)
                 proc = subprocess.Popen(
                     **how, stdin=stdin_file, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    pass_fds=(wfd,), start_new_session=True, preexec_fn=_die_with_parent,
+                    pass_fds=(wfd, *kept), start_new_session=True, preexec_fn=_die_with_parent,
                 )
-                os.close(wfd)
+                for fd in (wfd, *kept):
+                    os.close(fd)
                 self.on_spawn(proc.pid)
-            return self._wait(job, proc, launch, rfd, key, start)
+            gate = None
+            if gate_fds:
+                gate = Gate(self.gate_lock(), self.share_bytes, gate_fds[0], gate_fds[3])
+                gate.start()
+            return self._wait(job, proc, launch, rfd, key, start, gate)
 
     def _command(self, job: Job, env: dict[str, str], scratch: Path | None) -> tuple[dict[str, Any], Any]:
         """Popen's args, env and cwd for the worker, and the sandbox launch (or None)."""
@@ -138,7 +155,7 @@ class SubprocessRunner:
         return how, launch
 
     def _wait(self, job: Job, proc: subprocess.Popen, launch: Any, rfd: int, key: str,
-              start: float) -> JobResult:
+              start: float, gate: Gate | None = None) -> JobResult:
         flooded = threading.Event()
 
         def flood() -> None:
@@ -151,7 +168,7 @@ class SubprocessRunner:
         collect = _Collect(rfd, cap=job.output_cap_bytes)
         for t in (*drains, collect):
             t.start()
-        timed_out = not _answered_or_ended(proc, collect, start + job.timeout_s)
+        timed_out = not _answered_or_ended(proc, collect, start + job.timeout_s, gate)
         # Kill the group in every case: a candidate's background children die with it (and a
         # worker that has sent its one answer has nothing left to do: its teardown, a CUDA
         # context's among it, is not waited for).
@@ -161,6 +178,8 @@ class SubprocessRunner:
 
             kill_tree(proc)
         proc.wait()
+        if gate is not None:
+            gate.close()
         for t in (*drains, collect):
             t.join(timeout=10)
         wall = time.monotonic() - start
@@ -178,22 +197,43 @@ class SubprocessRunner:
             flooded=flooded.is_set(), channel_error=channel_error if result is None or channel_error else "",
             stdout_tail=drains[0].tail.decode(errors="replace"),
             stderr_tail=drains[1].tail.decode(errors="replace"), wall_s=wall,
+            gpu_wait_s=gate.waited_s if gate else 0.0, gpu_held_s=gate.held_s if gate else 0.0,
+            gpu_modes=gate.modes if gate else "",
         )
 
 
-def _answered_or_ended(proc: subprocess.Popen, collect: _Collect, deadline: float) -> bool:
+def _answered_or_ended(proc: subprocess.Popen, collect: _Collect, deadline: float,
+                       gate: Gate | None = None) -> bool:
     """Wait until the worker's answer is complete (its result pipe closed, which it does
-    right after its one frame) or the worker ended; False when ``deadline`` passed first."""
-    collect.join(timeout=max(0.0, deadline - time.monotonic()))
+    right after its one frame) or the worker ended; False when ``deadline`` passed first
+    (moved on by the time a gated worker waited for the GPU)."""
+
+    def left() -> float:
+        return deadline + (gate.paused_s() if gate is not None else 0.0) - time.monotonic()
+
+    while collect.is_alive() and left() > 0:
+        collect.join(timeout=min(left(), 0.5) if gate is not None else left())
     if collect.is_alive():
         return False
     if collect.data:
         return True
-    try:  # the pipe closed without an answer: its exit status says why
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        return False
-    return True
+    while left() > 0:  # the pipe closed without an answer: its exit status says why
+        try:
+            proc.wait(timeout=min(left(), 0.5) if gate is not None else left())
+            return True
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.poll() is not None
+
+
+def _gate_pipes(gated: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A gated job's pipes: (requests_r, requests_w, grants_r, grants_w) and the two ends
+    the worker keeps (requests_w, grants_r); nothing for a job that is not gated."""
+    if not gated:
+        return (), ()
+    req_r, req_w = os.pipe()
+    grant_r, grant_w = os.pipe()
+    return (req_r, req_w, grant_r, grant_w), (req_w, grant_r)
 
 
 @contextlib.contextmanager
@@ -283,9 +323,13 @@ class LocalGpuRunner(SubprocessRunner):
     name = "local"
     timing_label = "device"
 
-    def __init__(self, gpu: int | None = None, python: str | None = None) -> None:
+    def __init__(self, gpu: int | None = None, python: str | None = None, *,
+                 share_gb: float | None = None, lock_dir: Path | None = None) -> None:
         super().__init__(python)
         self.gpu = gpu
+        self.share_bytes = int(share_gb * 2**30) if share_gb else None
+        self.lock_path = (lock_dir or Path(tempfile.gettempdir())) / \
+            f"forgekernel-gpu{gpu if gpu is not None else 'all'}.lock"
 
     def extra_env(self) -> dict[str, str]:
         env = {"TRITON_INTERPRET": "0"}
@@ -295,13 +339,12 @@ class LocalGpuRunner(SubprocessRunner):
 
     @contextlib.contextmanager
     def device_lock(self):
-        path = Path(tempfile.gettempdir()) / f"forgekernel-gpu{self.gpu if self.gpu is not None else 'all'}.lock"
-        with open(path, "a") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with DeviceLock(self.lock_path).held("X"):
+            yield
+
+    def gate_lock(self) -> DeviceLock:
+        return DeviceLock(self.lock_path)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "gpu": self.gpu}
+        shared = round(self.share_bytes / 2**30, 2) if self.share_bytes else None
+        return {**super().describe(), "gpu": self.gpu, "share_gb": shared}

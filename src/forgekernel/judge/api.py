@@ -65,7 +65,7 @@ def judge(task: TaskSpec, candidate: str | Path, runner: Runner,
                    "own_kernels": checked.own_kernels,
                    "native": language != "triton"}
         (root / "cwd").mkdir()
-        job = Job(module=WORKER, payload=payload, cwd=str(root / "cwd"),
+        job = Job(module=WORKER, payload=payload, cwd=str(root / "cwd"), gated=True,
                   timeout_s=opts.timeout_s or task.judge.timeout_s, output_cap_bytes=OUTPUT_CAP,
                   env={"PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1"})
         result = runner.run(job)

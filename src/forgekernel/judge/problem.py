@@ -80,6 +80,26 @@ class Problem:
             self._models[key] = (model, copy.deepcopy(model).to(torch.float64))
         return self._models[key]
 
+    def footprint(self, workloads: list[Workload]) -> int:
+        """Bytes of the largest workload's inputs and parameters, from shapes on meta (nothing
+        allocated); a task whose inputs cannot be built there counts as unbounded."""
+        import torch
+
+        def nbytes(ts: Any) -> int:
+            return sum(t.numel() * t.element_size() for t in ts if isinstance(t, torch.Tensor))
+
+        most = 0
+        for wl in workloads:
+            try:
+                module = self.module_at(wl)
+                n = nbytes(inst.inputs_at(self.task, module, wl, meta=True))
+                if self.kernelbench:
+                    n += nbytes(t for _, t in inst.named_tensors(inst.model_at(self.task, module, meta=True)))
+            except Exception:
+                return 1 << 62
+            most = max(most, n)
+        return most
+
     # -- inputs
     def make(self, wl: Workload, seed: int) -> list[Any]:
         """Fresh inputs for ``wl`` from ``seed``, on the device."""

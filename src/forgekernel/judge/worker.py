@@ -85,10 +85,13 @@ def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> An
         from forgekernel.judge.session import Session
 
     session = Session(env.payload, env.delivery)
+    session.phases = phases
     session.deadline = STARTED + float(session.opts.timeout_s or session.task.judge.timeout_s) - DEADLINE_MARGIN_S
     perf_kernel = env.payload.get("perf_kernel")
     with clock("spawn_s"):
         session.spawn(Path(env.payload["kernel"]), Path(perf_kernel) if perf_kernel else None, started)
+    session.gate = _gate(env, session)
+    session.gate("S")  # from here on the GPU is in use: correctness may share it, timing not
     with clock("calibrate_s"):
         session.calibrate()
     torch = session.torch
@@ -104,6 +107,26 @@ def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> An
             session.device_name = "cpu (Triton interpreter)"
             session.clock = timing.HostClock()
     return session
+
+
+FOOTPRINT_FACTOR = 8
+"""Device bytes the verifier and its executor keep per byte of the largest workload's inputs
+and parameters: pristine inputs, the candidate's copies, float64 upcasts, outputs, oracle."""
+
+
+def _gate(env: Envelope, session: Any) -> Any:
+    """``gate(mode)``: ask the runner for the GPU (:meth:`Envelope.device`) and move this
+    judgement's deadline on by the time waited (recorded as the phase ``gpu_wait_s``)."""
+    footprint = FOOTPRINT_FACTOR * session.problem.footprint([s.wl for s in session.slots]) \
+        if env.delivery != "cpu" else 0
+
+    def gate(mode: str) -> None:
+        waited = env.device(mode, footprint)
+        if session.deadline is not None:
+            session.deadline += waited
+        session.phases["gpu_wait_s"] = round(session.phases.get("gpu_wait_s", 0.0) + waited, 3)
+
+    return gate
 
 
 def judge_in_process(env: Envelope) -> dict[str, Any]:
@@ -143,6 +166,7 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
         with clock("correctness_s"):
             session.correctness()
         if session.opts.timing:
+            session.gate("X")
             with clock("timing_s"):
                 timed = perf.run(session)
     except Failure as failure:

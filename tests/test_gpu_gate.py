@@ -1,0 +1,179 @@
+"""The GPU gate: a gated job's worker asks for the device after its imports, shared for
+untimed work and exclusive for timing; its timeout does not run while it waits.
+
+The echo worker stands in for the verifier (it touches no GPU), so this runs on any machine;
+the lock files live in the test's own directory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from forgekernel.delivery import Job
+from forgekernel.delivery.gpu_gate import DeviceLock, Stopped
+from forgekernel.delivery.local import CpuRunner, LocalGpuRunner
+
+ECHO = "forgekernel.delivery.echo_worker"
+
+
+def _held_in_thread(lock: DeviceLock, mode: str, seconds: float) -> threading.Thread:
+    taken = threading.Event()
+
+    def hold() -> None:
+        with lock.held(mode):
+            taken.set()
+            time.sleep(seconds)
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    assert taken.wait(5)
+    return t
+
+
+def _blocked(lock: DeviceLock, mode: str, within: float = 0.3) -> bool:
+    """True when ``mode`` cannot be had within ``within`` seconds (nothing left held)."""
+    stop = threading.Event()
+    threading.Timer(within, stop.set).start()
+    try:
+        lock.acquire(mode, stop)
+    except Stopped:
+        return True
+    lock.release()
+    return False
+
+
+def test_shared_holders_coexist_and_exclude_an_exclusive_one(tmp_path):
+    path = tmp_path / "gpu.lock"
+    a, b = DeviceLock(path), DeviceLock(path)
+    a.acquire("S")
+    assert not _blocked(b, "S")
+    assert _blocked(b, "X")
+    a.release()
+    assert not _blocked(b, "X")
+
+
+def test_an_exclusive_holder_excludes_everyone_and_converts_down(tmp_path):
+    path = tmp_path / "gpu.lock"
+    a = DeviceLock(path)
+    a.acquire("X")
+    assert _blocked(DeviceLock(path), "S")
+    a.acquire("S")  # after timing, back to shared work
+    assert a.mode == "S"
+    assert not _blocked(DeviceLock(path), "S")
+    a.release()
+
+
+def test_a_waiting_exclusive_request_holds_back_new_shared_ones(tmp_path):
+    path = tmp_path / "gpu.lock"
+    holder = _held_in_thread(DeviceLock(path), "S", 1.0)
+    waiter = DeviceLock(path)
+    got = threading.Event()
+
+    def want_x() -> None:
+        waiter.acquire("X")
+        got.set()
+
+    threading.Thread(target=want_x, daemon=True).start()
+    time.sleep(0.2)
+    assert _blocked(DeviceLock(path), "S", within=0.4)  # it queues behind the exclusive one
+    assert got.wait(5)
+    holder.join(5)
+    waiter.release()
+
+
+def _gpu_runner(tmp_path, **kw) -> LocalGpuRunner:
+    return LocalGpuRunner(lock_dir=tmp_path, **kw)
+
+
+def test_a_gated_job_waits_for_the_gpu_outside_its_timeout(tmp_path):
+    runner = _gpu_runner(tmp_path)
+    busy = _held_in_thread(DeviceLock(runner.lock_path), "X", 1.5)
+    res = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["X"]}, timeout_s=1.0, gated=True))
+    busy.join(5)
+    assert res.ok, res.describe_failure()
+    assert res.result["waits"][0] >= 1.0
+    assert res.gpu_wait_s >= 1.0 and res.gpu_held_s > 0 and res.gpu_modes == "X"
+
+
+def test_a_gated_job_is_still_killed_for_its_own_time(tmp_path):
+    runner = _gpu_runner(tmp_path)
+    res = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["X"], "hold_s": 30},
+                         timeout_s=2.0, gated=True))
+    assert res.timed_out
+    assert "timed out after" in res.describe_failure()
+    assert not _blocked(DeviceLock(runner.lock_path), "X")  # the lock went with the job
+
+
+def test_shared_requests_share_only_under_the_budget(tmp_path):
+    runner = _gpu_runner(tmp_path, share_gb=1.0)
+    busy = _held_in_thread(DeviceLock(runner.lock_path), "S", 1.5)
+    small = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S"], "footprint": 2**20},
+                           timeout_s=30, gated=True))
+    assert small.ok and small.result["waits"][0] < 1.0  # shared beside the other holder
+    big = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S"], "footprint": 2**31},
+                         timeout_s=30, gated=True))
+    busy.join(5)
+    assert big.ok and big.result["waits"][0] >= 0.5  # over the budget: exclusive, so it waited
+
+
+def test_shared_requests_are_exclusive_when_the_runner_does_not_share(tmp_path):
+    runner = _gpu_runner(tmp_path)
+    busy = _held_in_thread(DeviceLock(runner.lock_path), "S", 1.0)
+    res = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S"], "footprint": 1},
+                         timeout_s=30, gated=True))
+    busy.join(5)
+    assert res.ok and res.result["waits"][0] >= 0.5
+
+
+def test_a_job_that_is_not_gated_holds_the_gpu_whole(tmp_path):
+    runner = _gpu_runner(tmp_path, share_gb=1.0)
+    busy = _held_in_thread(DeviceLock(runner.lock_path), "S", 1.0)
+    start = time.monotonic()
+    res = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S", "X"]}, timeout_s=30))
+    busy.join(5)
+    assert res.ok and res.result["waits"] == [0.0, 0.0]  # not gated: nothing to ask
+    assert time.monotonic() - start >= 0.8 and res.gpu_wait_s == 0.0
+
+
+@pytest.mark.parametrize("runner", [CpuRunner()], ids=["cpu"])
+def test_without_a_device_lock_requests_are_granted_at_once(runner):
+    res = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S", "X", "S"]}, timeout_s=60,
+                         gated=True))
+    assert res.ok and len(res.result["waits"]) == 3 and max(res.result["waits"]) < 1.0
+
+
+class _LockedCpu(CpuRunner):
+    """The CPU delivery with a device lock, so a verifier's requests can be watched here."""
+
+    def __init__(self, path) -> None:
+        super().__init__()
+        self.path, self.results = path, []
+
+    def gate_lock(self) -> DeviceLock:
+        return DeviceLock(self.path)
+
+    def run(self, job: Job):
+        res = super().run(job)
+        self.results.append(res)
+        return res
+
+
+def test_the_verifier_checks_shared_and_times_exclusive_after_waiting(tmp_path):
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    repo = Path(__file__).resolve().parents[1]
+    runner = _LockedCpu(tmp_path / "gpu.lock")
+    busy = _held_in_thread(DeviceLock(runner.path), "X", 10.0)  # past the imports
+    verdict = judge(load_task(repo / "tasks" / "rmsnorm"),
+                    repo / "tests" / "fixtures" / "kernels" / "correct" / "rmsnorm_rowwise", runner,
+                    JudgeOptions(smoke_only=True, trials=1, timeout_s=300))
+    busy.join(5)
+    assert verdict.status.value == "PASSED", verdict.reason
+    assert runner.results[-1].gpu_modes == "XX"  # the CPU runner does not share: both exclusive
+    assert verdict.profile["phases"]["gpu_wait_s"] >= 1.0
+    assert runner.results[-1].gpu_wait_s >= 1.0
