@@ -7,6 +7,8 @@
 # $OUT/bench.tgz, which a later call on a fresh machine can unpack into BENCH to resume.
 # COMMIT (required) is the commit of the working tree sent to the machine (its git copy may
 # be older); it goes with the device, date and versions into $OUT/meta.json.
+# SHARE=GiB: judgements under that estimated footprint check correctness beside each other
+# (forge bench --share-gpu); timing always has the GPU alone.
 set -uo pipefail
 : "${COMMIT:?set COMMIT=<sha of the working tree>}"
 python3 -c "import json, sys; sys.path.insert(0, 'benchmarks'); import verdict_time; \
@@ -20,7 +22,8 @@ if [ -f "$BENCH/bench.toml" ]; then
   args=("$BENCH")
 else
   args=(.kb/level1 .kb/level2 --sample "${SAMPLE:-30}" --seed "${SEED:-0}" --out "$BENCH" --delivery local
-        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}" --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}")
+        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}" --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}"
+        ${SHARE:+--share-gpu "$SHARE"})
 fi
 start=$(date +%s)
 timeout -s INT "$LIMIT" python3 -m forgekernel.cli bench "${args[@]}" 2>&1 | tail -40
