@@ -85,6 +85,30 @@ def test_a_waiting_exclusive_request_holds_back_new_shared_ones(tmp_path):
     waiter.release()
 
 
+def test_shared_holders_that_all_turn_exclusive_take_turns(tmp_path):
+    """Every judgement checks shared and then times exclusive: the holders converting one
+    after another must not wait on each other (the one in line holds nothing)."""
+    path = tmp_path / "gpu.lock"
+    locks = [DeviceLock(path) for _ in range(3)]
+    for lock in locks:
+        lock.acquire("S")
+    done = []
+
+    def time_it(lock: DeviceLock) -> None:
+        lock.acquire("X")
+        time.sleep(0.1)
+        done.append(lock)
+        lock.release()
+
+    threads = [threading.Thread(target=time_it, args=(lock,), daemon=True) for lock in locks]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join(10)
+    assert len(done) == 3
+
+
 def _gpu_runner(tmp_path, **kw) -> LocalGpuRunner:
     return LocalGpuRunner(lock_dir=tmp_path, **kw)
 

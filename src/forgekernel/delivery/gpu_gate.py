@@ -59,12 +59,12 @@ class DeviceLock:
             return
         if self.fd is None:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        if self.mode:  # a conversion lets go first: a holder waiting in line while it holds
+            fcntl.flock(self.fd, fcntl.LOCK_UN)  # would deadlock with the one at the turnstile
+            self.mode = ""
         gate = os.open(self.turnstile, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             _flock(gate, fcntl.LOCK_EX, stop)
-            if self.mode:  # a conversion is not atomic: let go first, then wait in line
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-                self.mode = ""
             _flock(self.fd, fcntl.LOCK_SH if mode == "S" else fcntl.LOCK_EX, stop)
             self.mode = mode
         finally:
