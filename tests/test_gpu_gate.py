@@ -201,3 +201,16 @@ def test_the_verifier_checks_shared_and_times_exclusive_after_waiting(tmp_path):
     assert runner.results[-1].gpu_modes == "XX"  # the CPU runner does not share: both exclusive
     assert verdict.profile["phases"]["gpu_wait_s"] >= 1.0
     assert runner.results[-1].gpu_wait_s >= 1.0
+
+
+def test_six_jobs_that_check_shared_and_time_exclusive_all_finish(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    runner = _gpu_runner(tmp_path, share_gb=1.0)
+    job = Job(module=ECHO, payload={"act": "gate", "modes": ["S", "X"], "footprint": 1, "hold_s": 0.3},
+              timeout_s=20, gated=True)
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda _: runner.run(job), range(6)))
+    assert all(r.ok for r in results), [r.describe_failure() for r in results if not r.ok]
+    assert {r.gpu_modes for r in results} == {"SX"}
+    assert max(r.gpu_wait_s for r in results) >= 0.3 * 3  # the exclusive parts took turns
