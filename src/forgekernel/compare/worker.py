@@ -102,8 +102,14 @@ class _Gate:
             if ask is not None else 0
 
     def __call__(self, mode: str) -> None:
-        if self.ask is not None:
-            self.waited_s += self.ask(mode, self.footprint)
+        if self.ask is None:
+            return
+        if mode == "X":  # what is cached goes back before waiting: a job timed meanwhile may need it
+            import torch
+
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        self.waited_s += self.ask(mode, self.footprint)
 
 
 def _kernels(problem: Any, peers: list[dict[str, Any]]) -> dict[str, Any]:

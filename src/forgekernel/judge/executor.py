@@ -308,6 +308,8 @@ class Executor:
 
         if msg.get("sync") and self.device == "cuda":
             torch.cuda.synchronize()
+        if msg.get("trim") and self.device == "cuda":  # before the verifier waits for the GPU
+            torch.cuda.empty_cache()
         return {"ok": True}
 
 

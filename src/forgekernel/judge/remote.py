@@ -286,6 +286,11 @@ class CandidateProcess:
         return (seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
                 max(0.0, (synced - idle) * 1e3))
 
+    def trim(self) -> None:
+        """The executor gives its cached device memory back (the verifier waits for the GPU
+        next; other jobs may need it meanwhile)."""
+        self._ask({"op": "ping", "sync": True, "trim": True}, 60.0, phase="timing", where="the wait for the GPU")
+
     def _round_trip(self, *, sync: bool, where: str) -> float:
         start = time.perf_counter()
         self._ask({"op": "ping", "sync": sync}, 60.0, phase="timing", where=where)

@@ -129,6 +129,21 @@ def _gate(env: Envelope, session: Any) -> Any:
     return gate
 
 
+def _trim(session: Any) -> None:
+    """Before waiting for the GPU alone: give back the device memory the correctness trials
+    left cached, here and in the executors, so a job timed meanwhile has it."""
+    if not session.cuda:
+        return
+    import gc
+
+    gc.collect()
+    session.torch.cuda.synchronize()
+    session.torch.cuda.empty_cache()
+    for proc in (session.cand, session.perf):
+        if proc is not None:
+            proc.trim()
+
+
 def judge_in_process(env: Envelope) -> dict[str, Any]:
     """The whole judgement in this (fresh) process; returns the result dict."""
     start = time.perf_counter()
@@ -166,6 +181,7 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
         with clock("correctness_s"):
             session.correctness()
         if session.opts.timing:
+            _trim(session)
             session.gate("X")
             with clock("timing_s"):
                 timed = perf.run(session)
