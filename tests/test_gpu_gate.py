@@ -214,3 +214,16 @@ def test_six_jobs_that_check_shared_and_time_exclusive_all_finish(tmp_path):
     assert all(r.ok for r in results), [r.describe_failure() for r in results if not r.ok]
     assert {r.gpu_modes for r in results} == {"SX"}
     assert max(r.gpu_wait_s for r in results) >= 0.3 * 3  # the exclusive parts took turns
+
+
+def test_the_lock_log_has_a_line_per_job(tmp_path):
+    import json
+
+    log = tmp_path / "lock.jsonl"
+    runner = LocalGpuRunner(lock_dir=tmp_path, lock_log=log, share_gb=1.0)
+    runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S", "X"], "footprint": 1}, timeout_s=60,
+                   gated=True))
+    runner.run(Job(module=ECHO, payload={"act": "echo"}, timeout_s=60))
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [x["modes"] for x in lines] == ["SX", "whole"]
+    assert all(x["module"] == ECHO and x["end"] >= x["start"] and x["held_s"] > 0 for x in lines)

@@ -31,6 +31,8 @@ from typing import Any
 from forgekernel.errors import ForgeError
 
 BENCH_TOML, RESULTS = "bench.toml", "results.jsonl"
+LOCK_LOG = "gpu_lock.jsonl"
+"""Every GPU job's line of the local delivery's lock log (FK_GPU_LOCK_LOG): where the GPU's time went."""
 COMPARE_REPS = 20
 """Timed rounds of the torch.compile comparison after each correct GPU problem."""
 
@@ -223,6 +225,8 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings,
     env = {"FK_GPU": str(gpu)} if gpu is not None else {}
     if settings.share_gb:
         env["FK_GPU_SHARE_GB"] = str(settings.share_gb)
+    if settings.delivery in ("auto", "local"):  # read by the local delivery only
+        env["FK_GPU_LOCK_LOG"] = str((root / LOCK_LOG).resolve())
     base = root / "problems" / problem.slug
     base.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {"slug": problem.slug, "source": problem.source}

@@ -19,6 +19,7 @@ ENV_KEYS = {
     "FK_DELIVERY": "delivery",
     "FK_GPU": "gpu",
     "FK_GPU_SHARE_GB": "gpu_share_gb",
+    "FK_GPU_LOCK_LOG": "gpu_lock_log",
     "REMOTE_HOST": "remote_host",
     "REMOTE_WORKDIR": "remote_workdir",
     "FK_AGENT": "agent",
@@ -63,6 +64,9 @@ class Settings(BaseModel):
     """``local`` delivery: judgements whose estimated device footprint is at most this many
     GiB run their untimed phases (correctness) beside other jobs on the same GPU; timing
     always has it alone. None: each job holds the GPU alone from its first GPU work."""
+    gpu_lock_log: str | None = None
+    """``local`` delivery: append one JSON line per job to this file (module, modes granted,
+    seconds waiting for the GPU and holding it), to see where a shared GPU's time goes."""
     remote_host: str | None = None
     """ssh alias of the GPU host (``ssh`` delivery)."""
     remote_workdir: str | None = None

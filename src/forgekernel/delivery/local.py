@@ -324,9 +324,11 @@ class LocalGpuRunner(SubprocessRunner):
     timing_label = "device"
 
     def __init__(self, gpu: int | None = None, python: str | None = None, *,
-                 share_gb: float | None = None, lock_dir: Path | None = None) -> None:
+                 share_gb: float | None = None, lock_dir: Path | None = None,
+                 lock_log: str | Path | None = None) -> None:
         super().__init__(python)
         self.gpu = gpu
+        self.lock_log = Path(lock_log) if lock_log else None
         self.share_bytes = int(share_gb * 2**30) if share_gb else None
         self.lock_path = (lock_dir or Path(tempfile.gettempdir())) / \
             f"forgekernel-gpu{gpu if gpu is not None else 'all'}.lock"
@@ -341,6 +343,31 @@ class LocalGpuRunner(SubprocessRunner):
     def device_lock(self):
         with DeviceLock(self.lock_path).held("X"):
             yield
+
+    def run(self, job: Job) -> JobResult:
+        started, t0 = time.time(), time.monotonic()
+        if job.gated:
+            res = self._run(job)
+            self._log(job, started, res.gpu_modes, res.gpu_wait_s, res.gpu_held_s)
+            return res
+        with self.device_lock():
+            waited = time.monotonic() - t0
+            res = self._run(job)
+        self._log(job, started, "whole", waited, res.wall_s)
+        return res
+
+    def _log(self, job: Job, started: float, modes: str, wait_s: float, held_s: float) -> None:
+        """One line of the lock log (FK_GPU_LOCK_LOG), written whole with one append."""
+        if self.lock_log is None:
+            return
+        line = json.dumps({"start": round(started, 3), "end": round(time.time(), 3), "module": job.module,
+                           "modes": modes, "wait_s": round(wait_s, 3), "held_s": round(held_s, 3)})
+        with contextlib.suppress(OSError):
+            fd = os.open(self.lock_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (line + "\n").encode())
+            finally:
+                os.close(fd)
 
     def gate_lock(self) -> DeviceLock:
         return DeviceLock(self.lock_path)

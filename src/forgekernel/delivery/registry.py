@@ -20,7 +20,9 @@ def make_runner(name: str, *, gpu: int | None = None, settings: Any = None) -> R
     if name == "cpu":
         return CpuRunner()
     if name == "local":
-        return LocalGpuRunner(gpu=gpu, share_gb=settings.gpu_share_gb if settings is not None else None)
+        if settings is None:
+            return LocalGpuRunner(gpu=gpu)
+        return LocalGpuRunner(gpu=gpu, share_gb=settings.gpu_share_gb, lock_log=settings.gpu_lock_log)
     if name in ("ssh", "ray"):
         from forgekernel.config import load_settings
 

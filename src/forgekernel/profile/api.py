@@ -145,7 +145,7 @@ def _run(runner: Runner, payload: dict[str, Any], timeout_s: float,
          env: dict[str, str] | None = None, sandboxed: bool = False,
          cwd: str | None = None) -> dict[str, Any]:
     result = runner.run(Job(module="forgekernel.profile.worker", payload=payload, cwd=cwd,
-                            timeout_s=timeout_s, env=env or {}, sandboxed=sandboxed))
+                            timeout_s=timeout_s, env=env or {}, sandboxed=sandboxed, gated=True))
     if not result.ok or result.result is None:
         tail = [ln for ln in result.stderr_tail.strip().splitlines() if ln.strip()][-1:]
         raise ProfileError(f"profile worker: {result.describe_failure()}"
