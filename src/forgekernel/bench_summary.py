@@ -42,11 +42,36 @@ def write(root: Path, problems: list[Any], settings: Any, done: dict[str, dict[s
                "failures": [{"slug": r["slug"], "stage": r.get("stage", "judge"),
                              "why": r.get("error") or _logged(root, r) or _why_not(r)}
                             for r in rows if not r.get("correct")],
-               "results": rows}
+               "results": rows, "gpu_lock": gpu_lock(root / "gpu_lock.jsonl")}
     (root / "summary.json").write_text(json.dumps(summary, indent=2))
     (root / "summary.md").write_text(markdown(summary))
     _plot(rows, root / "summary.png")
     return summary
+
+
+WORKERS = {"forgekernel.judge.worker": "judge", "forgekernel.compare.worker": "compare",
+           "forgekernel.profile.worker": "profile"}
+
+
+def gpu_lock(path: Path) -> list[dict[str, Any]]:
+    """Per kind of GPU job, from the lock log: jobs, seconds waiting for the GPU and holding it
+    (empty without a log; a torn line is skipped)."""
+    kinds: dict[str, dict[str, Any]] = {}
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+            kind = WORKERS.get(rec["module"], rec["module"])
+            row = kinds.setdefault(kind, {"kind": kind, "jobs": 0, "wait_s": 0.0, "held_s": 0.0})
+            row["jobs"] += 1
+            row["wait_s"] = round(row["wait_s"] + float(rec["wait_s"]), 3)
+            row["held_s"] = round(row["held_s"] + float(rec["held_s"]), 3)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return sorted(kinds.values(), key=lambda r: -r["held_s"])
 
 
 def _logged(root: Path, row: dict[str, Any]) -> str:
@@ -93,6 +118,10 @@ def markdown(summary: dict[str, Any]) -> str:
         lines.append(f"| {r['slug']} | {'yes' if r.get('correct') else 'no'} | {r.get('attempts', '-')} | "
                      f"{_fmt(r.get('speedup'))} | {_fmt(r.get('speedup_compile'))} | "
                      f"{r.get('timing') or '-'} | {note} |")
+    if summary.get("gpu_lock"):
+        lines += ["", "## The GPU's time (lock log: `gpu_lock.jsonl`)", "",
+                  "| job | jobs | waiting for the GPU (s) | holding it (s) |", "|---|---|---|---|"]
+        lines += [f"| {r['kind']} | {r['jobs']} | {r['wait_s']:.1f} | {r['held_s']:.1f} |" for r in summary["gpu_lock"]]
     if summary["failures"]:
         lines += ["", "## Not correct", ""]
         lines += [f"- {f['slug']} ({f['stage']}): {f['why']}" for f in summary["failures"]]
