@@ -621,3 +621,22 @@ def test_a_pool_out_of_device_memory_releases_the_cache_once_then_names_its_size
     with pytest.raises(RuntimeError, match="INVALID_CONTEXT"):  # other errors: at once
         allocate_or_release(fails(1, "cuMemAlloc: CUDA_ERROR_INVALID_CONTEXT"), lambda: released.append(2), 1)
     assert released == [1]
+
+
+def test_an_unstable_candidate_timing_is_flagged_beside_a_steady_reference():
+    from types import SimpleNamespace
+
+    from forgekernel.judge.timed import summarise_sides
+
+    def side(ms):
+        return SimpleNamespace(per_call_ms=list(ms), host_ms=[0.01] * len(ms))
+
+    session = SimpleNamespace(cuda=True, task=SimpleNamespace(format="kernelbench"), device_name="NVIDIA H200")
+    slot = SimpleNamespace(label="n=1", wl=None, outputs=[])
+    steady = [2.72, 2.72, 2.721, 2.72, 2.719]
+    jumpy = summarise_sides(session, slot, {"ref1": side(steady), "cand": side([0.66, 1.0, 1.3, 0.66, 1.0]),
+                                            "ref2": side(steady)}, "device", 4)
+    assert any("timing is unstable" in f for f in jumpy["flags"])
+    calm = summarise_sides(session, slot, {"ref1": side(steady), "cand": side([0.66, 0.661, 0.659, 0.66, 0.66]),
+                                           "ref2": side(steady)}, "device", 4)
+    assert not any("unstable" in f for f in calm["flags"])

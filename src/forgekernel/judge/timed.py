@@ -18,6 +18,10 @@ def verify_timed(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...]
     _verify(session, slot, args, outs, 1 if last else 0, 2)
 
 
+UNSTABLE = 0.1
+"""A side's 20-80% spread above this fraction of its median is flagged as unstable."""
+
+
 def summarise_sides(session: Any, slot: Any, sides: dict[str, Any], label: str, k: int) -> dict[str, Any]:
     """The timing fields from the three sides' per-call samples (ref1, cand, ref2)."""
     r1, cand, r2 = sides["ref1"], sides["cand"], sides["ref2"]
@@ -29,6 +33,10 @@ def summarise_sides(session: Any, slot: Any, sides: dict[str, Any], label: str, 
     host = statistics.median(cand.host_ms)
     if session.cuda and host > 1.5 * m_cand.median_ms + 0.05:
         flags.append(f"{slot.label}: host time per call {host:.3f} ms vs device {m_cand.median_ms:.3f} ms")
+    if session.cuda and m_cand.spread_ms > UNSTABLE * m_cand.median_ms and m_ref.spread_ms <= UNSTABLE * m_ref.median_ms:
+        flags.append(f"{slot.label}: the candidate's timing is unstable (20-80% spread {m_cand.spread_ms:.3f} ms "
+                     f"on a {m_cand.median_ms:.3f} ms median, the reference's {m_ref.spread_ms:.3f} ms): "
+                     "something else may have used the GPU; its confirmation re-times it")
     floor = audit.roofline_floor(session.task, slot.wl, [(o.shape, cx.dtype_name(o)) for o in slot.outputs],
                                  session.device_name) if session.cuda else None
     sol = floor.sol_pct(m_cand.median_ms) if floor else None
