@@ -280,11 +280,8 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     with _codegen_only(arch, config) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
             torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions():
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
-        started = time.monotonic()
         out = _compiled_once(torch.compile(traced, backend=backend, dynamic=True, fullgraph=True), example,
                              limit_s)
-    if not codes and time.monotonic() - started >= limit_s:  # the deadline fired inside Inductor's own
-        raise LoweringError(_past_limit(limit_s))  # handlers and surfaced as another error
     if not codes:
         why = f": {_first_line(failures[-1])}" if failures else " (nothing to compute?)"
         raise LoweringError(f"TorchInductor produced no code for the reference{why}")
@@ -299,13 +296,19 @@ def _compiled_once(compiled: Callable[..., Any], example: list[Any], limit_s: fl
     ``limit_s``; any failure is one LoweringError line for the plan."""
     from forgekernel.task import _deadline, _ImportDeadline
 
+    start = time.monotonic()
     try:
         with _deadline(limit_s):
-            return compiled(*example)
+            out = compiled(*example)
     except _ImportDeadline:
         raise LoweringError(_past_limit(limit_s)) from None
     except Exception as exc:  # graph breaks, unsupported ops: one line for the plan
+        if time.monotonic() - start >= limit_s:  # the deadline surfaced as another error
+            raise LoweringError(_past_limit(limit_s)) from None
         raise LoweringError(f"TorchInductor could not trace the reference: {_first_line(exc)}") from None
+    if time.monotonic() - start >= limit_s:  # the deadline fired inside Inductor's own handlers
+        raise LoweringError(_past_limit(limit_s))
+    return out
 
 
 def _past_limit(limit_s: float) -> str:
