@@ -104,15 +104,42 @@ def expired(words: HostWords, batch: int) -> bool:
     return words.read(EXPIRED_OFFSET) == batch
 
 
-def open_and_time(words: HostWords, batch: int, timeout_s: float) -> float | None:
-    """Open the gate for ``batch`` and return the seconds until its signal (None: timed out)."""
+@dataclass(frozen=True)
+class Reading:
+    """A batch as this process's clock saw it."""
+
+    seconds: float
+    """From just before the gate opened to the poll that saw the signal: never shorter than
+    the batch (an upper bound the process running the calls cannot shorten)."""
+    slack: float
+    """How much of it may be this process's own delay rather than the batch: the time the
+    opening write took plus the time from just before the last poll that missed the signal
+    to just after the one that saw it. Microseconds while the process keeps its core; a scheduler's time
+    slice when the core was taken away at the wrong moment (a loaded machine)."""
+
+    def disturbed(self) -> bool:
+        """Whether the slack is large enough to move the figure (see DISTURBED_*)."""
+        return self.slack > max(DISTURBED_MIN_S, DISTURBED_FRAC * self.seconds)
+
+
+DISTURBED_MIN_S, DISTURBED_FRAC = 20e-6, 0.002
+"""A reading whose slack exceeds both 20 us and 0.2 % of its seconds is disturbed."""
+
+
+def open_and_time(words: HostWords, batch: int, timeout_s: float) -> Reading | None:
+    """Open the gate for ``batch`` and read its batch until the signal (None: timed out)."""
     start = time.perf_counter()
     words.write(GATE_OFFSET, batch)
+    opened = last = time.perf_counter()
     deadline = start + timeout_s
-    while words.read(DONE_OFFSET) != batch:
-        now = time.perf_counter()
+    while True:
+        now = time.perf_counter()  # taken before the read: a stall after a miss widens the gap
+        if words.read(DONE_OFFSET) == batch:
+            break
+        last = now
         if now > deadline:
             return None
         if now - start > 0.01:
             time.sleep(0)  # long batches: give the core back between polls
-    return time.perf_counter() - start
+    seen = time.perf_counter()
+    return Reading(seconds=seen - start, slack=(opened - start) + (seen - last))

@@ -9,7 +9,8 @@ on K input sets that fill a pool larger than the L2 where the workload allows:
 2. only then does the verifier write fresh values (from secret seeds) into the pool, so no
    answer can exist before the gate opens;
 3. the verifier opens the gate and polls for the signal with its own clock: the batch's
-   wall time over K is the per-call device time;
+   wall time over K is the per-call device time (a batch whose end the verifier may have
+   seen late, having lost its core, is taken again: :class:`_Rounds`);
 4. it asks for the outputs of one call it picks afterwards and of the last, and checks them
    against the float64 oracle on the values it wrote; work still running after the signal
    (another stream) is measured by a synchronisation round trip and rejected.
@@ -86,7 +87,8 @@ class ReferenceGate:
         self.device = gate.DeviceGate(self.words)
         self.batch = 0
 
-    def time(self, fn: Any, sets: list[list[Any]], refresh: Any) -> tuple[float, float, float]:
+    def time(self, fn: Any, sets: list[list[Any]], refresh: Any) -> tuple[float, float, float, bool]:
+        """(ms per call, host ms per call, ms of work after the signal, disturbed)."""
         import torch
 
         refresh()  # the reference is trusted: its values may be written before it is enqueued
@@ -97,14 +99,14 @@ class ReferenceGate:
             fn(*args)
         self.device.signal(self.batch)
         host = (time.perf_counter() - start) * 1e3
-        seconds = gate.open_and_time(self.words, self.batch, GATE_TIMEOUT_S)
+        reading = gate.open_and_time(self.words, self.batch, GATE_TIMEOUT_S)
         tail = _synced_twice(torch.cuda.synchronize)
-        if seconds is None:
+        if reading is None:
             raise RuntimeError("the reference's gated batch did not finish")
         if gate.expired(self.words, self.batch):
             raise RuntimeError("the reference waits on the device inside its call (a host "
                                "synchronisation), so its calls cannot be timed back to back")
-        return seconds * 1e3 / len(sets), host / len(sets), tail
+        return reading.seconds * 1e3 / len(sets), host / len(sets), tail, reading.disturbed()
 
 
 def _synced_twice(sync: Any) -> float:
@@ -143,32 +145,80 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     views, descs = _pool_sets(pool, slices, example, k)
     ref_sets = [problem.make(wl, inp.secret_seed()) for _ in range(k_ref)]
     session.cand.pools(slot, pool.describe(), descs)
-    ref_gate = session.ref_gate
-    sides = {"ref1": _Side(), "cand": _Side(), "ref2": _Side()}
-    last_seeds: list[int] = []
-    tails: list[tuple[float, float]] = []
-    ref_tails: list[float] = []
-    for r in range(-1, ROUNDS):
-        for name in ("ref1", "cand", "ref2"):
-            if name == "cand":
-                last_seeds = [inp.secret_seed() for _ in range(k)]
-                ms, host, tail = session.cand.gated(slot, lambda s=last_seeds: _refresh(session, wl, views, s),
-                                                    k, session.timeout_for(slot))
-                tails.append((tail, ms))
-            else:
-                with session.spent("reference_batch"):
-                    ms, host, ref_tail = ref_gate.time(ref_fn, ref_sets, lambda: _refresh_local(problem, wl, ref_sets))
-                ref_tails.append(ref_tail)
-            if r >= 0:
-                sides[name].per_call_ms.append(ms)
-                sides[name].host_ms.append(host)
-    session.tails[slot.label] = _tail(slot, tails, ref_tails)
+    run = _Rounds(session, slot, (ref_fn, ref_sets), views, k)
+    sides = run.sides()
+    last_seeds = run.last_seeds
+    session.tails[slot.label] = {**_tail(slot, run.tails, run.ref_tails), "retaken": run.retaken,
+                                 "disturbed_kept": run.kept}
     picks = sorted({secrets.randbelow(k), k - 1})
     outs = session.cand.collect(slot, picks)
     with session.spent("verify_timed"):
         for j, got in zip(picks, outs, strict=True):
             timed.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
-    return timed.summarise_sides(session, slot, sides, "device", k)
+    fields = timed.summarise_sides(session, slot, sides, "device", k)
+    if run.kept:
+        fields["flags"].append(f"{slot.label}: {run.kept} timed batches read while this machine's CPUs were "
+                               f"too busy for the verifier to see their end at once ({run.retaken} re-taken "
+                               "before): its times are upper bounds; judge on a quieter machine")
+    return fields
+
+
+RETAKES = 3 * ROUNDS
+"""Batches a workload may re-take after a disturbed reading (:class:`gate.Reading`)."""
+
+
+class _Rounds:
+    """The timed rounds of one workload: reference, candidate, reference again, a warm-up
+    round first. A batch whose reading was disturbed (the verifier lost its core while the
+    batch ended) is taken again, up to RETAKES times per workload; readings are upper bounds
+    either way, so a re-take only removes the verifier's own delay."""
+
+    def __init__(self, session: Any, slot: Any, reference: tuple[Any, list[list[Any]]],
+                 views: list[list[Any]], k: int) -> None:
+        self.session, self.slot, self.views, self.k = session, slot, views, k
+        self.ref_fn, self.ref_sets = reference
+        self.last_seeds: list[int] = []
+        self.tails: list[tuple[float, float]] = []
+        self.ref_tails: list[float] = []
+        self.retaken = self.kept = 0
+
+    def sides(self) -> dict[str, _Side]:
+        sides = {"ref1": _Side(), "cand": _Side(), "ref2": _Side()}
+        for r in range(-1, ROUNDS):
+            for name, side in sides.items():
+                take = self._candidate if name == "cand" else self._reference
+                ms, host = self._steady(take) if r >= 0 else take()[:2]
+                if r >= 0:
+                    side.per_call_ms.append(ms)
+                    side.host_ms.append(host)
+        return sides
+
+    def _steady(self, take: Any) -> tuple[float, float]:
+        while True:
+            ms, host, disturbed = take()
+            if not disturbed:
+                return ms, host
+            if self.retaken >= RETAKES:
+                self.kept += 1
+                return ms, host
+            self.retaken += 1
+
+    def _candidate(self) -> tuple[float, float, bool]:
+        session, slot, wl = self.session, self.slot, self.slot.wl
+        self.last_seeds = seeds = [inp.secret_seed() for _ in range(self.k)]
+        ms, host, tail, disturbed = session.cand.gated(slot, lambda: _refresh(session, wl, self.views, seeds),
+                                                       self.k, session.timeout_for(slot))
+        self.tails.append((tail, ms))
+        return ms, host, disturbed
+
+    def _reference(self) -> tuple[float, float, bool]:
+        session, wl, sets = self.session, self.slot.wl, self.ref_sets
+        problem = session.problem
+        with session.spent("reference_batch"):
+            ms, host, tail, disturbed = session.ref_gate.time(self.ref_fn, sets,
+                                                             lambda: _refresh_local(problem, wl, sets))
+        self.ref_tails.append(tail)
+        return ms, host, disturbed
 
 
 def _refresh_local(problem: Any, wl: Any, sets: list[list[Any]]) -> None:

@@ -259,9 +259,10 @@ class CandidateProcess:
         self._ask({"op": "pools", "key": key_of(slot), "pool": pool, "sets": sets}, 120.0,
                   phase="timing", where=slot.label)
 
-    def gated(self, slot: Any, refresh: Any, k: int, timeout_s: float) -> tuple[float, float, float]:
+    def gated(self, slot: Any, refresh: Any, k: int, timeout_s: float) -> tuple[float, float, float, bool]:
         """One gated batch of ``k`` calls: (ms per call, host ms per call, ms of device work
-        left after the signal), all by the verifier's clock."""
+        left after the signal, whether this process's own delay may have lengthened the
+        reading), all by the verifier's clock."""
         from forgekernel.judge import gate
 
         words = self.ex.words
@@ -269,8 +270,8 @@ class CandidateProcess:
         reply = self._ask({"op": "batch", "key": key_of(slot), "batch": self.batch}, timeout_s,
                           phase="timing", where=slot.label)
         refresh()  # the values the calls read exist only now, after they were enqueued
-        seconds = gate.open_and_time(words, self.batch, timeout_s)
-        if seconds is None:
+        reading = gate.open_and_time(words, self.batch, timeout_s)
+        if reading is None:
             self.ex.kill()
             raise Failure(Status.TIMEOUT, f"a timed batch on {slot.label} did not finish within "
                           f"{timeout_s:.0f} s", {"kind": "timeout"}, fatal=True)
@@ -283,8 +284,8 @@ class CandidateProcess:
                           {"kind": "host_sync"}, fatal=True)
         synced = self._round_trip(sync=True, where=slot.label)  # waits for work left running
         idle = self._round_trip(sync=True, where=slot.label)  # the same on the idle device
-        return (seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
-                max(0.0, (synced - idle) * 1e3))
+        return (reading.seconds * 1e3 / k, float(reply.get("host_ms", 0.0)) / k,
+                max(0.0, (synced - idle) * 1e3), reading.disturbed())
 
     def trim(self) -> None:
         """The executor gives its cached device memory back (the verifier waits for the GPU
