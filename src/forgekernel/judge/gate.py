@@ -122,6 +122,9 @@ class Reading:
         return self.slack > max(DISTURBED_MIN_S, DISTURBED_FRAC * self.seconds)
 
 
+YIELD_AFTER_S = 1.0
+"""Polls spin for this long before each yields its core: a yield on a busy machine gives the
+core away for a time slice (milliseconds), which a batch of a few milliseconds cannot absorb."""
 DISTURBED_MIN_S, DISTURBED_FRAC = 20e-6, 0.002
 """A reading whose slack exceeds both 20 us and 0.2 % of its seconds is disturbed."""
 
@@ -139,7 +142,7 @@ def open_and_time(words: HostWords, batch: int, timeout_s: float) -> Reading | N
         last = now
         if now > deadline:
             return None
-        if now - start > 0.01:
-            time.sleep(0)  # long batches: give the core back between polls
+        if now - start > YIELD_AFTER_S:
+            time.sleep(0)  # very long batches: give the core back between polls
     seen = time.perf_counter()
     return Reading(seconds=seen - start, slack=(opened - start) + (seen - last))
