@@ -49,7 +49,10 @@ DYNAMO_CONFIG = {
 
 
 class LoweringError(ForgeError, RuntimeError):
-    """The reference could not be traced or lowered; the message is one line."""
+    """The reference could not be traced or lowered; the message is one line, ``detail`` the
+    traceback of Inductor's own failure when there was one (for a bug report)."""
+
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -284,7 +287,12 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
                              limit_s)
     if not codes:
         why = f": {_first_line(failures[-1])}" if failures else " (nothing to compute?)"
-        raise LoweringError(f"TorchInductor produced no code for the reference{why}")
+        error = LoweringError(f"TorchInductor produced no code for the reference{why}")
+        if failures:
+            import traceback
+
+            error.detail = "".join(traceback.format_exception(failures[-1]))
+        raise error
     single = isinstance(out, torch.Tensor)
     count = 1 if single else len(out) if isinstance(out, (tuple, list)) else 0
     return Lowered(code=codes[-1], args=tuple(_arg_source(s, names) for s in sources), outputs=count,
