@@ -117,6 +117,42 @@ def test_a_lowering_past_its_time_limit_is_a_lowering_error_and_the_next_one_wor
     assert lower(softmax, [torch.randn(8, 16)]).code
 
 
+def test_inductors_own_failure_is_retried_without_its_coalescing_analysis(monkeypatch):
+    """torch 2.11's coalescing analysis fails an assertion on some references (KernelBench L2
+    36 on the H200): the lowering is tried again without it; a failure of both is the first
+    one, with Inductor's traceback kept for a bug report."""
+    import torch
+    from torch._inductor import tiling_utils
+
+    name = next(n for n in ("_analyze_memory_coalescing", "analyze_memory_coalescing") if hasattr(tiling_utils, n))
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise AssertionError("as under torch 2.11")
+
+    monkeypatch.setattr(tiling_utils, name, broken)
+
+    def transpose_sum(x):  # a pointwise kernel over a transposed read: the analysis runs
+        return (x.t() * 2).sum(dim=0) + x.t().sum(dim=0)
+
+    from forgekernel.generate import inductor
+
+    with pytest.raises(LoweringError, match="AssertionError"):  # alone, the first lowering fails
+        inductor._lower(transpose_sum, [torch.randn(8, 16)], 90, (), {}, 300.0)
+    assert calls
+    assert lower(transpose_sum, [torch.randn(8, 16)]).code  # lower() retries without it
+    from torch._inductor.codegen.simd import SIMDScheduling
+
+    def always(*args, **kwargs):
+        raise AssertionError("fails with or without the analysis")
+
+    monkeypatch.setattr(SIMDScheduling, "codegen_node", always)
+    with pytest.raises(LoweringError, match="TorchInductor produced no code") as info:
+        lower(transpose_sum, [torch.randn(8, 16)])
+    assert "Traceback" in info.value.detail and "fails with or without" in info.value.detail
+
+
 def test_a_warning_inside_the_reference_does_not_break_the_trace():
     """KernelBench's InstanceNorm-on-a-2D-tensor problems warn in forward; the warning is
     moved after the graph instead of breaking the full-graph trace."""

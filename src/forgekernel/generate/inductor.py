@@ -243,6 +243,13 @@ index simplification can run for tens of minutes on some graphs (a 3-D transpose
 convolution followed by a group norm, say); past this the agent says so instead."""
 
 
+RETRY_CONFIG = {"triton.coalesce_tiling_analysis": False}
+"""Inductor settings for a second lowering when Inductor itself failed on the first: its
+memory-coalescing analysis (a tiling heuristic that does not apply to symbolic sizes, and
+forge tunes the tiles itself) fails an assertion on some references under torch 2.11
+(KernelBench L2 36, a transposed convolution with min and sum)."""
+
+
 def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
           names: tuple[str, ...] = (), config: dict[str, Any] | None = None,
           limit_s: float = LOWERING_LIMIT_S) -> Lowered:
@@ -251,7 +258,24 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
     ``names``: the dotted names of the leading arguments that are a module's parameters and
     buffers (dynamo may see them through the module rather than the argument list);
     ``config``: Inductor settings over :data:`INDUCTOR_CONFIG`; ``limit_s``: see
-    :data:`LOWERING_LIMIT_S`."""
+    :data:`LOWERING_LIMIT_S`. When Inductor's own code generation fails, the lowering is
+    tried once more with :data:`RETRY_CONFIG` (the first failure is the error if both do)."""
+    start = time.monotonic()
+    try:
+        return _lower(fn, example, arch, names, config or {}, limit_s)
+    except LoweringError as exc:
+        retry = {**(config or {}), **RETRY_CONFIG}
+        if not exc.detail or retry == (config or {}):
+            raise
+        first = exc
+    try:
+        return _lower(fn, example, arch, names, retry, max(1.0, limit_s - (time.monotonic() - start)))
+    except LoweringError:
+        raise first from None
+
+
+def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[str, ...],
+           config: dict[str, Any], limit_s: float) -> Lowered:
     import warnings
 
     import torch
