@@ -174,3 +174,24 @@ def test_an_interrupted_bench_leaves_the_running_problem_unfinished(tmp_path):
     assert "Traceback" not in output
     assert bench.finished(out) == {}
     assert not (out / "problems" / "other_relu").exists()
+
+
+def test_a_run_started_on_another_machine_is_set_aside_and_started_again(tmp_path, monkeypatch):
+    """A bench dir carried to a fresh machine (a lent GPU): a started run whose ledger key
+    stayed behind cannot be resumed, so the bench keeps it beside and starts the problem
+    again, and the result row says so; a run made here is left alone."""
+    from forgekernel.config import Settings
+    from forgekernel.run import rundir
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("FK_STATE_DIR", str(tmp_path / "machine_a"))
+    here = rundir.create(repo / "tasks" / "rmsnorm", Settings(delivery="cpu"), tmp_path / "p" / "run")
+    assert rundir.set_aside_if_made_elsewhere(here) is None and (here / "run.toml").is_file()
+    monkeypatch.setenv("FK_STATE_DIR", str(tmp_path / "machine_b"))
+    aside = rundir.set_aside_if_made_elsewhere(here)
+    assert aside is not None and aside.parent == here.parent and aside.name.startswith("run.elsewhere-")
+    assert (aside / "run.toml").is_file() and not here.exists()
+    assert rundir.set_aside_if_made_elsewhere(here) is None  # nothing left to set aside
+    row = {"slug": "p", "correct": False, "restarted": f"started on another machine: kept as {aside.name}"}
+    text = bench_summary.markdown({"metrics": bench_summary.metrics([row], 1), "results": [row], "failures": []})
+    assert "started on another machine" in text

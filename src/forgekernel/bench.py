@@ -231,6 +231,10 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings,
     base.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {"slug": problem.slug, "source": problem.source}
     run_dir = base / "run"
+    from forgekernel.run import rundir
+
+    if aside := rundir.set_aside_if_made_elsewhere(run_dir):  # a bench carried to a fresh machine
+        row["restarted"] = f"started on another machine (its ledger key is not here): kept as {aside.name}, run again"
     if not (run_dir / "run.toml").is_file():
         args = ["new", problem.source, "--out", str(run_dir), "--agent", settings.agent,
                 "--delivery", settings.delivery, *settings.unsafe_args()]

@@ -114,7 +114,8 @@ def markdown(summary: dict[str, Any]) -> str:
              "| problem | correct | attempts | speedup vs eager | vs torch.compile | timing | note |",
              "|---|---|---|---|---|---|---|"]
     for r in summary["results"]:
-        note = ((r.get("error") or "") if not r.get("correct") else r.get("compile_note", ""))[:80].replace("|", "/")
+        note = ((r.get("error") or "") if not r.get("correct") else r.get("compile_note", "")) or r.get("restarted", "")
+        note = note[:80].replace("|", "/")
         lines.append(f"| {r['slug']} | {'yes' if r.get('correct') else 'no'} | {r.get('attempts', '-')} | "
                      f"{_fmt(r.get('speedup'))} | {_fmt(r.get('speedup_compile'))} | "
                      f"{r.get('timing') or '-'} | {note} |")

@@ -365,3 +365,25 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
+
+
+def set_aside_if_made_elsewhere(run_dir: Path) -> Path | None:
+    """A started run whose ledger key is not on this machine cannot be resumed here (nothing
+    in its ledger can be checked): renamed beside itself, kept, so that it can start again.
+    Returns the new name (None: nothing to set aside, or damaged in another way, which
+    opening it reports)."""
+    from datetime import UTC
+
+    from forgekernel.run import seal
+
+    if not (run_dir / "run.toml").is_file():
+        return None
+    try:
+        open(run_dir).ledger_key()
+        return None
+    except seal.SealError:
+        aside = run_dir.with_name(f"{run_dir.name}.elsewhere-{datetime.now(UTC):%Y%m%dT%H%M%S}")
+    except ForgeError:
+        return None
+    run_dir.rename(aside)
+    return aside
