@@ -138,10 +138,12 @@ def test_shared_requests_share_only_under_the_budget(tmp_path):
     small = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S"], "footprint": 2**20},
                            timeout_s=30, gated=True))
     assert small.ok and small.result["waits"][0] < 1.0  # shared beside the other holder
+    assert small.result["shared"]  # the worker knows others may run beside it
     big = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S"], "footprint": 2**31},
                          timeout_s=30, gated=True))
     busy.join(5)
     assert big.ok and big.result["waits"][0] >= 0.5  # over the budget: exclusive, so it waited
+    assert not big.result["shared"]
 
 
 def test_shared_requests_are_exclusive_when_the_runner_does_not_share(tmp_path):
@@ -227,3 +229,61 @@ def test_the_lock_log_has_a_line_per_job(tmp_path):
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["modes"] for x in lines] == ["SX", "whole"]
     assert all(x["module"] == ECHO and x["end"] >= x["start"] and x["held_s"] > 0 for x in lines)
+
+
+class _Pool:
+    def __init__(self, nbytes):
+        self.nbytes = nbytes
+
+
+class _Proc:
+    def __init__(self, kernel, pools):
+        self.kernel, self.owned, self.trimmed, self.closed = kernel, [_Pool(n) for n in pools], 0, False
+
+    def trim(self):
+        self.trimmed += 1
+
+
+class _Cuda:
+    def synchronize(self):
+        pass
+
+    def empty_cache(self):
+        pass
+
+
+class _Session:
+    """What the verifier's trim reads of a judgement on a GPU."""
+
+    cuda = True
+
+    def __init__(self, pools, shared):
+        import types
+
+        self.torch = types.SimpleNamespace(cuda=_Cuda())
+        self.cand, self.perf, self.shared_gpu, self.spawned = _Proc(Path("k.py"), pools), None, shared, []
+
+    def close(self):
+        self.cand.closed = True
+
+    def spawn(self, kernel, perf):
+        self.spawned.append((kernel, perf))
+        self.cand = _Proc(kernel, [])
+
+
+@pytest.mark.parametrize("pools,shared,fresh", [
+    ([2 << 30], True, True),  # shared and a 2 GiB staging pool: the executor goes, the pool with it
+    ([2 << 30], False, False),  # the GPU alone: nobody else needs the memory
+    ([1 << 20, 1 << 20], True, False),  # small pools: kept, only the caches given back
+])
+def test_before_timing_alone_a_shared_judgement_lets_large_pools_go(pools, shared, fresh):
+    from forgekernel.judge import worker
+
+    session = _Session(pools, shared)
+    old = session.cand
+    assert worker._trim(session) is fresh
+    assert old.closed is fresh and bool(session.spawned) is fresh
+    if fresh:
+        assert session.spawned == [(Path("k.py"), None)] and session.cand is not old
+    else:
+        assert old.trimmed == 1

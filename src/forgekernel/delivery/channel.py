@@ -29,6 +29,8 @@ class Envelope:
     _key: bytes = field(repr=False, default=b"")
     _fd: int = field(repr=False, default=-1)
     _gate: tuple[int, int] | None = field(repr=False, default=None)
+    shared: bool = False
+    """Whether the runner has granted the GPU shared to this job (other jobs ran beside it)."""
 
     def device(self, mode: str, footprint: int = 0) -> float:
         """Before GPU work in a gated job: wait until the runner holds the GPU for it, shared
@@ -39,7 +41,9 @@ class Envelope:
             return 0.0
         from forgekernel.delivery.gpu_gate import ask
 
-        return ask(*self._gate, mode, footprint)
+        waited, granted = ask(*self._gate, mode, footprint)
+        self.shared = self.shared or granted == "S"
+        return waited
 
     def reply(self, result: dict[str, Any]) -> None:
         """Send the one answer of this job and close the channel."""

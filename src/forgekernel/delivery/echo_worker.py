@@ -31,7 +31,7 @@ def main() -> None:
     elif act == "forge":
         os.write(env._fd, b"FKR1 00 2\n{}")
     env.reply({"echo": env.payload, "delivery": env.delivery,
-               "interpret": os.environ.get("TRITON_INTERPRET", ""), "waits": waits})
+               "interpret": os.environ.get("TRITON_INTERPRET", ""), "waits": waits, "shared": env.shared})
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ class Gate(threading.Thread):
             if self._held_since is None:
                 self._held_since = now
         self.modes += mode
-        os.write(self.grants, b"!\n")
+        os.write(self.grants, f"{mode}\n".encode())  # what was granted: a shared request may get X
 
     def paused_s(self) -> float:
         """Seconds the job has spent waiting for the device so far (its timeout excludes them)."""
@@ -151,8 +151,9 @@ class Gate(threading.Thread):
                 os.close(fd)
 
 
-def ask(requests: int, grants: int, mode: str, footprint: int = 0) -> float:
-    """The worker's side: ask for the device in ``mode`` and wait for it; the seconds waited.
+def ask(requests: int, grants: int, mode: str, footprint: int = 0) -> tuple[float, str]:
+    """The worker's side: ask for the device in ``mode`` and wait for it; the seconds waited
+    and the mode granted (``X`` for a shared request the runner does not share).
     Raises SystemExit when the runner is gone."""
     start = time.monotonic()
     line = f"S {int(footprint)}\n" if mode == "S" else "X\n"
@@ -163,4 +164,4 @@ def ask(requests: int, grants: int, mode: str, footprint: int = 0) -> float:
         if not chunk:
             raise SystemExit("the runner went away before granting the device")
         got += chunk
-    return time.monotonic() - start
+    return time.monotonic() - start, got.decode(errors="replace").strip()

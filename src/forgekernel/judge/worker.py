@@ -122,6 +122,7 @@ def _gate(env: Envelope, session: Any) -> Any:
 
     def gate(mode: str) -> None:
         waited = env.device(mode, footprint)
+        session.shared_gpu = env.shared
         if session.deadline is not None:
             session.deadline += waited
         session.phases["gpu_wait_s"] = round(session.phases.get("gpu_wait_s", 0.0) + waited, 3)
@@ -129,19 +130,35 @@ def _gate(env: Envelope, session: Any) -> Any:
     return gate
 
 
-def _trim(session: Any) -> None:
+RESPAWN_BYTES = 1 << 30
+"""Pools (bytes) above which a judgement that shared the GPU restarts its executors before it
+waits to time alone (:func:`_trim`)."""
+
+
+def _trim(session: Any) -> bool:
     """Before waiting for the GPU alone: give back the device memory the correctness trials
-    left cached, here and in the executors, so a job timed meanwhile has it."""
+    left cached, here and in the executors, so a job timed meanwhile has it. When other jobs
+    ran beside this one and the executors' pools hold more than RESPAWN_BYTES (staging pools
+    sized by the largest workload, which an executor may map, so freed only once it is gone),
+    the executors are started afresh: True, the candidate to be loaded again."""
     if not session.cuda:
-        return
+        return False
     import gc
 
     gc.collect()
     session.torch.cuda.synchronize()
+    procs = [p for p in (session.cand, session.perf) if p is not None]
+    if getattr(session, "shared_gpu", False) and sum(pool.nbytes for p in procs for pool in p.owned) > RESPAWN_BYTES:
+        kernel, perf = session.cand.kernel, session.perf.kernel if session.perf is not None else None
+        session.close()  # the executors gone, their pools freed
+        session.cand = session.perf = None
+        session.spawn(kernel, perf)
+        session.torch.cuda.empty_cache()
+        return True
     session.torch.cuda.empty_cache()
-    for proc in (session.cand, session.perf):
-        if proc is not None:
-            proc.trim()
+    for proc in procs:
+        proc.trim()
+    return False
 
 
 def judge_in_process(env: Envelope) -> dict[str, Any]:
@@ -181,8 +198,11 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
         with clock("correctness_s"):
             session.correctness()
         if session.opts.timing:
-            _trim(session)
+            fresh = _trim(session)
             session.gate("X")
+            if fresh:
+                with clock("reload_s"):
+                    session.load()
             with clock("timing_s"):
                 timed = perf.run(session)
     except Failure as failure:
