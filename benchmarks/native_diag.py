@@ -124,11 +124,12 @@ def main() -> int:
             continue
         row = {"kernel": label, "child": child(d / "kernel.py", wanted[label], args.hang)}
         print(label, json.dumps(row["child"]["steps"]), row["child"]["exit"], flush=True)
+        result["candidates"].append(row)  # written now: a judge that hangs past the call keeps it
+        (args.out / "native_diag.json").write_text(json.dumps(result, indent=1) + "\n")
         if wanted[label] == "cute-dsl":
             row["judge"] = judge(d / "kernel.py", args.judge_timeout)
             print(label, row["judge"]["status"], row["judge"].get("speedup"), row["judge"]["wall_s"], "s",
                   row["judge"]["reason"][:300], flush=True)
-        result["candidates"].append(row)
         (args.out / "native_diag.json").write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
