@@ -102,6 +102,12 @@ def gemm_cases(lib, r: Gen, dt):
     yield "mm K=0", lib.mm(a, b), aten.mm(*_d(a, b)), None
     a, b, out = r(37, 24, dtype=dt), r(24, 50, dtype=dt), r(50, 37, dtype=dt).t()
     yield "mm out= transposed", lib.mm(a, b, out=out), aten.mm(*_d(a, b)), out
+    # few output tiles, a long K: split-K (slices summed by a second kernel), uneven last slice
+    a, b = r(24, 4500, dtype=dt), r(4500, 40, dtype=dt)
+    yield "mm split-K", lib.mm(a, b), aten.mm(*_d(a, b)), None
+    a, b, bias, out = r(16, 4500, dtype=dt), r(16, 4500, dtype=dt).t(), r(16, dtype=dt), r(16, 32, dtype=dt)[:, ::2]
+    got = lib.addmm(bias, a, b, alpha=0.5, beta=2, out=out)
+    yield "addmm split-K bias out= strided", got, aten.addmm(*_d(bias, a, b), alpha=0.5, beta=2), out
     yield from addmm_cases(lib, r, dt)
     yield from bmm_cases(lib, r, dt)
 

@@ -44,6 +44,8 @@ CALLS = {  # file -> [(name, call on the loaded module)]
                                                       meta(1000, 4096, dtype=H))),
         ("bmm bf16 32x1024x128x1024", lambda g: g.bmm(meta(32, 1024, 128), meta(32, 128, 1024))),
         ("mm bf16 M=1 matvec", lambda g: g.mm(meta(1, 4096), meta(4096, 4096))),
+        ("mm fp32 (tf32) split-K 256x256 K=524288", lambda g: g.mm(meta(256, 524288, dtype=F),
+                                                                   meta(524288, 256, dtype=F))),
     ],
     "conv": [
         ("3x3 NCHW (copied NHWC) bf16 c128", lambda c: c.convolution(

@@ -9,7 +9,10 @@ accumulation and the result cast to the output's dtype. Operands, bias and outpu
 and written through their own strides, so transposed views (``b.t()``), non-contiguous
 tensors, broadcast batches (batch stride 0) and broadcast biases (stride 0) need no
 copies. Output tiles are visited in groups of GEMM_GROUP_M tile-rows so
-that neighbouring programs share A and B in L2.
+that neighbouring programs share A and B in L2. A 2-D product with too few output tiles to
+fill the GPU (a long K: 256 x 256 outputs over K = 524288 made 4 programs for 132 SMs) is
+split along K: each program computes one slice's fp32 partial product into a workspace and
+``_gemm_split_sum`` adds the slices in order and applies alpha, the bias and the cast.
 
 Public API (the aten ops' semantics, as Inductor's wrapper calls them):
 ``mm(a, b, out=None)``, ``addmm(bias, a, b, alpha=1, beta=1, out=None)``,
@@ -47,6 +50,12 @@ _gemm_grid_y_max = 65535  # CUDA's limit on grid axis 1
 # there (same code and masks), fewer programs and steps.
 _gemm_cpu_blocks = (512, 256, 128)
 _gemm_kmajor_min = 128  # tf32: copy an operand K-major when the other side spans this many
+# Split-K: a 2-D product whose output tiles fill under half the SMs is cut along K into
+# slices of at least _gemm_split_min_steps BLOCK_K steps, up to about two programs per SM;
+# the slices' fp32 partial products are summed by a second kernel (deterministic, no atomics).
+_gemm_split_min_steps = 16
+_gemm_cpu_sms = 4  # the interpreter has no SMs: this many, so that small shapes exercise the path
+_gemm_sms = {}
 
 
 @triton.jit
@@ -61,13 +70,24 @@ def _gemm_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M:
 
 
 @triton.jit
-def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, k_split,
                  s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cb, s_cm, s_cn, s_xb, s_xm, s_xn,
-                 alpha, beta, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr,
+                 alpha, beta, HAS_BIAS: tl.constexpr, EVEN_K: tl.constexpr, SPLIT: tl.constexpr,
                  UPCAST: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """SPLIT: program-id axis 1 is a slice of ``k_split`` K (one 2-D product), and the fp32
+    partial product goes to slice ``split`` of c (a [splits, M, N] workspace), unscaled."""
     pid_m, pid_n = _gemm_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    batch = tl.program_id(1).to(tl.int64)
+    if SPLIT:
+        batch = 0
+        out = tl.program_id(1).to(tl.int64)
+        k0 = out * k_split
+        k_len = tl.minimum(K - k0, k_split)
+    else:
+        batch = tl.program_id(1).to(tl.int64)
+        out = batch
+        k0 = 0
+        k_len = K
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -75,15 +95,15 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
     n_ok = rn < N
     rm = rm.to(tl.int64)[:, None]  # 64-bit element offsets: any output size or stride
     rn = rn.to(tl.int64)[None, :]
-    a_ptrs = a_ptr + batch * s_ab + rm * s_am + rk[None, :] * s_ak
-    b_ptrs = b_ptr + batch * s_bb + rk[:, None] * s_bk + rn * s_bn
+    a_ptrs = a_ptr + batch * s_ab + rm * s_am + (k0 + rk)[None, :] * s_ak
+    b_ptrs = b_ptr + batch * s_bb + (k0 + rk)[:, None] * s_bk + rn * s_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(0, tl.cdiv(k_len, BLOCK_K)):
         if EVEN_K:
             a = tl.load(a_ptrs, mask=m_ok[:, None], other=0.0)
             b = tl.load(b_ptrs, mask=n_ok[None, :], other=0.0)
         else:
-            k_left = K - k * BLOCK_K
+            k_left = k_len - k * BLOCK_K
             a = tl.load(a_ptrs, mask=m_ok[:, None] & (rk[None, :] < k_left), other=0.0)
             b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & n_ok[None, :], other=0.0)
         if UPCAST:
@@ -97,8 +117,25 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
     if HAS_BIAS:
         x_ptrs = bias_ptr + batch * s_xb + rm * s_xm + rn * s_xn
         acc += tl.load(x_ptrs, mask=mask, other=0.0).to(tl.float32) * beta
-    c_ptrs = c_ptr + batch * s_cb + rm * s_cm + rn * s_cn
+    c_ptrs = c_ptr + out * s_cb + rm * s_cm + rn * s_cn
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gemm_split_sum(ws_ptr, c_ptr, bias_ptr, M, N, SPLITS, s_cm, s_cn, s_xm, s_xn, alpha, beta,
+                    HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    """c = alpha * (the sum of the SPLITS partial products in ws) + beta * bias, cast."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < M * N
+    m = offs // N
+    n = offs % N
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for sp in range(0, SPLITS):
+        acc += tl.load(ws_ptr + sp * M * N + offs, mask=ok, other=0.0)
+    acc = acc * alpha
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + m * s_xm + n * s_xn, mask=ok, other=0.0).to(tl.float32) * beta
+    tl.store(c_ptr + m * s_cm + n * s_cn, acc.to(c_ptr.dtype.element_ty), mask=ok)
 
 
 def _gemm_block(dim, knob):
@@ -157,15 +194,41 @@ def _gemm_launch(a, b, c, bias, alpha, beta):
     bm, bn, bk = (_gemm_block(m, knobs[0]), _gemm_block(n, knobs[1]), _gemm_block(k, knobs[2]))
     has_bias = bias is not None and beta != 0
     shape = (nb, m, n)
-    _gemm_kernel[(triton.cdiv(m, bm) * triton.cdiv(n, bn), nb)](
-        a, b, c, bias if has_bias else c, m, n, k, *_gemm_strides(a, (nb, m, k)),
-        *_gemm_strides(b, (nb, k, n)), *_gemm_strides(c, shape),
-        *(_gemm_strides(bias, shape) if has_bias else (0, 0, 0)), float(alpha), float(beta),
-        HAS_BIAS=has_bias, EVEN_K=k % bk == 0,
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    k_split = _gemm_k_split(tiles * nb, k, bk, a.device) if nb == 1 else k
+    split = k_split < k
+    ws = torch.empty((triton.cdiv(k, k_split), m, n), dtype=torch.float32, device=c.device) if split else c
+    x_strides = _gemm_strides(bias, shape) if has_bias else (0, 0, 0)
+    _gemm_kernel[(tiles, ws.shape[0] if split else nb)](
+        a, b, ws, bias if has_bias and not split else ws, m, n, k, k_split,
+        *_gemm_strides(a, (nb, m, k)), *_gemm_strides(b, (nb, k, n)), *_gemm_strides(ws, ws.shape if split else shape),
+        *((0, 0, 0) if split else x_strides), 1.0 if split else float(alpha), float(beta),
+        HAS_BIAS=has_bias and not split, EVEN_K=k % bk == 0, SPLIT=split,
         UPCAST=a.device.type == "cpu" and a.dtype != torch.float32,
         PRECISION=_gemm_precision(a.dtype), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         GROUP_M=GEMM_GROUP_M, num_warps=min(GEMM_NUM_WARPS, max(1, bm * bn // 256)),
         num_stages=GEMM_NUM_STAGES)
+    if split:
+        block = 1024
+        _gemm_split_sum[(triton.cdiv(m * n, block),)](
+            ws, c, bias if has_bias else c, m, n, ws.shape[0], *_gemm_strides(c, shape)[1:],
+            *x_strides[1:], float(alpha), float(beta), HAS_BIAS=has_bias, BLOCK=block)
+
+
+def _gemm_k_split(programs, k, bk, device):
+    """K elements per slice (a multiple of bk; k itself: no split), see _gemm_split_min_steps."""
+    if device.type == "cuda":
+        if device.index not in _gemm_sms:
+            _gemm_sms[device.index] = torch.cuda.get_device_properties(device).multi_processor_count
+        sms = _gemm_sms[device.index]
+    else:  # the interpreter; or meta tensors (a static compile): an H200's 132
+        sms = _gemm_cpu_sms if device.type == "cpu" else 132
+    if 2 * programs > sms:
+        return k
+    splits = min(triton.cdiv(2 * sms, programs), k // (bk * _gemm_split_min_steps))
+    if splits < 2:
+        return k
+    return triton.cdiv(triton.cdiv(k, splits), bk) * bk
 
 
 def _gemm_out(out, shape, like):
