@@ -23,11 +23,15 @@ if [ "${1:-}" = "install" ]; then
   exit 0
 fi
 PY_TAG=${PY_TAG:-312}
+# The DSL's compiler and runtime libraries for the machine's CUDA: the lent GPU's torch is
+# built for CUDA 13 (cu130). With the cu12 libraries there, a CuTe kernel's first launch never
+# completed (benchmarks/results/languages_h200_2026-12-05_cute/).
+CUDA_LIBS=${CUDA_LIBS:-cu13}
 rm -rf .cute_dl .cute_a .cute_b && mkdir -p .cute_dl .cute_a .cute_b
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY_TAG" \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
   -d .cute_dl nvidia-cutlass-dsl nvidia-cutlass-dsl-libs-base nvidia-cutlass-dsl-libs-core \
-  nvidia-cutlass-dsl-libs-cu12 cuda-bindings cuda-pathfinder
+  "nvidia-cutlass-dsl-libs-$CUDA_LIBS" cuda-bindings cuda-pathfinder
 for whl in .cute_dl/*.whl; do
   name=$(basename "$whl")
   if [ "$(stat -c %s "$whl")" -gt $((40 * 1024 * 1024)) ]; then

@@ -181,3 +181,13 @@ def test_a_ctrl_c_that_escapes_main_is_still_exit_130():
             "cli.entry()\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 130 and "Traceback" not in out.stderr, (out.returncode, out.stderr)
+
+
+def test_doctor_says_when_the_cute_libraries_miss_torchs_cuda():
+    from forgekernel.cli.doctor import cute_check
+
+    assert not cute_check(None, [], None).ok
+    assert cute_check("4.8.1", ["cu12"], None).ok  # a CPU build: no CUDA to match
+    assert cute_check("4.8.1", ["cu13"], "13.0").ok
+    bad = cute_check("4.8.1", ["cu12"], "13.0")
+    assert not bad.ok and "nvidia-cutlass-dsl-libs-cu13==4.8.1" in bad.fix and "CUDA 13.0" in bad.detail

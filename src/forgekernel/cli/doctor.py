@@ -91,11 +91,38 @@ def _tools() -> list[Check]:
         version = _tool_version([path, *args]) if path else None
         out.append(Check(name, bool(version), version or "not found", "" if version else fix,
                          required=name == "git"))
-    cute = installed("nvidia-cutlass-dsl")  # from metadata: importing cutlass takes a second
-    out.append(Check("CuTe DSL", bool(cute), f"nvidia-cutlass-dsl {cute}" if cute else "not installed",
-                     "" if cute else "pip install 'forgekernel[cute]' (CuTe DSL candidates)",
-                     required=False))
+    out.append(_cute())
     return out
+
+
+def _cute() -> Check:
+    """The CuTe DSL from package metadata (importing cutlass takes a second)."""
+    from forgekernel.delivery.base import cpu_only_torch
+
+    cute = installed("nvidia-cutlass-dsl")
+    if not cute:
+        return cute_check(None, [], None)
+    libs = [v for v in ("cu12", "cu13") if installed(f"nvidia-cutlass-dsl-libs-{v}")]
+    if cpu_only_torch() or installed("torch") is None:  # nothing to run CuTe kernels with here
+        return cute_check(cute, libs, None)
+    import torch  # a CUDA build, imported by the torch check already
+
+    return cute_check(cute, libs, torch.version.cuda)
+
+
+def cute_check(cute: str | None, libs: list[str], torch_cuda: str | None) -> Check:
+    """The doctor's line for the CuTe DSL ``cute`` (its version, None: not installed) with
+    libraries for ``libs`` (cu12, cu13) beside a torch built for CUDA ``torch_cuda``."""
+    if not cute:
+        return Check("CuTe DSL", False, "not installed", "pip install 'forgekernel[cute]' (CuTe DSL candidates)",
+                     required=False)
+    detail = f"nvidia-cutlass-dsl {cute}, libraries for {', '.join(libs) or 'no CUDA'}"
+    want = f"cu{torch_cuda.split('.')[0]}" if torch_cuda else None
+    if want and want not in libs:
+        return Check("CuTe DSL", False, f"{detail}; torch is built for CUDA {torch_cuda}",
+                     f"pip install nvidia-cutlass-dsl-libs-{want}=={cute} (with the cu12 libraries "
+                     "beside a CUDA 13 torch a CuTe kernel's first launch never completed)", required=False)
+    return Check("CuTe DSL", True, detail, required=False)
 
 
 def _agents(settings: Settings) -> list[Check]:
