@@ -99,15 +99,15 @@ def test_the_summary_says_where_the_gpu_time_went(tmp_path):
     log = tmp_path / "gpu_lock.jsonl"
     line = '{{"module": "{m}", "modes": "{o}", "wait_s": {w}, "held_s": {h}, "start": 0, "end": 1}}\n'
     log.write_text(line.format(m="forgekernel.judge.worker", o="SX", w=2.5, h=4)
-                   + line.format(m="forgekernel.judge.worker", o="X", w=1, h=6)
+                   + line.format(m="forgekernel.judge.worker", o="X", w=1, h=6).replace('"start"', '"exclusive_s": 5, "start"')
                    + line.format(m="forgekernel.profile.worker", o="X", w=0, h=20) + '{"module": "torn')
     rows = bench_summary.gpu_lock(log)
-    assert rows == [{"kind": "profile", "jobs": 1, "wait_s": 0.0, "held_s": 20.0},
-                    {"kind": "judge", "jobs": 2, "wait_s": 3.5, "held_s": 10.0}]
+    assert rows == [{"kind": "profile", "jobs": 1, "wait_s": 0.0, "held_s": 20.0, "exclusive_s": 0.0},
+                    {"kind": "judge", "jobs": 2, "wait_s": 3.5, "held_s": 10.0, "exclusive_s": 5.0}]
     assert bench_summary.gpu_lock(tmp_path / "none.jsonl") == []
     text = bench_summary.markdown({"metrics": bench_summary.metrics([], 0), "results": [], "failures": [],
                                    "gpu_lock": rows})
-    assert "| judge | 2 | 3.5 | 10.0 |" in text
+    assert "| judge | 2 | 3.5 | 10.0 | 5.0 |" in text  # an older line without exclusive_s counts 0
 
 
 def test_bench_runs_resumes_and_summarises(tmp_path):

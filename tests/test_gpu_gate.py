@@ -223,12 +223,15 @@ def test_the_lock_log_has_a_line_per_job(tmp_path):
 
     log = tmp_path / "lock.jsonl"
     runner = LocalGpuRunner(lock_dir=tmp_path, lock_log=log, share_gb=1.0)
-    runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S", "X"], "footprint": 1}, timeout_s=60,
-                   gated=True))
+    runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S", "X"], "footprint": 1, "hold_s": 0.3},
+                   timeout_s=60, gated=True))
     runner.run(Job(module=ECHO, payload={"act": "echo"}, timeout_s=60))
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["modes"] for x in lines] == ["SX", "whole"]
     assert all(x["module"] == ECHO and x["end"] >= x["start"] and x["held_s"] > 0 for x in lines)
+    gated = lines[0]  # shared 0.3 s, then exclusive 0.3 s to its end
+    assert 0.25 <= gated["exclusive_s"] <= gated["held_s"] - 0.25
+    assert lines[1]["exclusive_s"] == lines[1]["held_s"]  # a whole job holds it alone throughout
 
 
 class _Pool:

@@ -65,10 +65,12 @@ def gpu_lock(path: Path) -> list[dict[str, Any]]:
         try:
             rec = json.loads(line)
             kind = WORKERS.get(rec["module"], rec["module"])
-            row = kinds.setdefault(kind, {"kind": kind, "jobs": 0, "wait_s": 0.0, "held_s": 0.0})
+            row = kinds.setdefault(kind, {"kind": kind, "jobs": 0, "wait_s": 0.0, "held_s": 0.0,
+                                          "exclusive_s": 0.0})
             row["jobs"] += 1
             row["wait_s"] = round(row["wait_s"] + float(rec["wait_s"]), 3)
             row["held_s"] = round(row["held_s"] + float(rec["held_s"]), 3)
+            row["exclusive_s"] = round(row["exclusive_s"] + float(rec.get("exclusive_s", 0.0)), 3)
         except (ValueError, KeyError, TypeError):
             continue
     return sorted(kinds.values(), key=lambda r: -r["held_s"])
@@ -121,8 +123,10 @@ def markdown(summary: dict[str, Any]) -> str:
                      f"{r.get('timing') or '-'} | {note} |")
     if summary.get("gpu_lock"):
         lines += ["", "## The GPU's time (lock log: `gpu_lock.jsonl`)", "",
-                  "| job | jobs | waiting for the GPU (s) | holding it (s) |", "|---|---|---|---|"]
-        lines += [f"| {r['kind']} | {r['jobs']} | {r['wait_s']:.1f} | {r['held_s']:.1f} |" for r in summary["gpu_lock"]]
+                  "| job | jobs | waiting for the GPU (s) | holding it (s) | of which alone (s) |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['kind']} | {r['jobs']} | {r['wait_s']:.1f} | {r['held_s']:.1f} | "
+                  f"{r.get('exclusive_s', 0.0):.1f} |" for r in summary["gpu_lock"]]
     if summary["failures"]:
         lines += ["", "## Not correct", ""]
         lines += [f"- {f['slug']} ({f['stage']}): {f['why']}" for f in summary["failures"]]

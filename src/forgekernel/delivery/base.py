@@ -62,6 +62,8 @@ class JobResult(BaseModel):
     """A gated job: seconds from its first grant to its end."""
     gpu_modes: str = ""
     """A gated job: the modes it was granted, in order (``S`` shared, ``X`` exclusive)."""
+    gpu_x_s: float = 0.0
+    """A gated job: seconds from its first exclusive grant to its end (timing, compile peers)."""
 
     @property
     def ok(self) -> bool:

@@ -92,7 +92,8 @@ class Gate(threading.Thread):
         self.lock, self.share_bytes = lock, share_bytes
         self.requests, self.grants = requests, grants
         self.stop = threading.Event()
-        self.waited_s, self.held_s, self.modes = 0.0, 0.0, ""
+        self.waited_s, self.held_s, self.x_s, self.modes = 0.0, 0.0, 0.0, ""
+        self._x_since: float | None = None
         self._waiting_since: float | None = None
         self._held_since: float | None = None
         self._mu = threading.Lock()
@@ -128,6 +129,8 @@ class Gate(threading.Thread):
             self._waiting_since = None
             if self._held_since is None:
                 self._held_since = now
+            if mode == "X" and self._x_since is None:
+                self._x_since = now
         self.modes += mode
         os.write(self.grants, f"{mode}\n".encode())  # what was granted: a shared request may get X
 
@@ -142,8 +145,11 @@ class Gate(threading.Thread):
         self.stop.set()
         self.join(timeout=5)
         with self._mu:
+            now = time.monotonic()
             if self._held_since is not None:
-                self.held_s = time.monotonic() - self._held_since
+                self.held_s = now - self._held_since
+            if self._x_since is not None:
+                self.x_s = now - self._x_since
         if self.lock is not None:
             self.lock.release()
         for fd in (self.requests, self.grants):

@@ -198,7 +198,7 @@ class SubprocessRunner:
             stdout_tail=drains[0].tail.decode(errors="replace"),
             stderr_tail=drains[1].tail.decode(errors="replace"), wall_s=wall,
             gpu_wait_s=gate.waited_s if gate else 0.0, gpu_held_s=gate.held_s if gate else 0.0,
-            gpu_modes=gate.modes if gate else "",
+            gpu_modes=gate.modes if gate else "", gpu_x_s=gate.x_s if gate else 0.0,
         )
 
 
@@ -348,20 +348,21 @@ class LocalGpuRunner(SubprocessRunner):
         started, t0 = time.time(), time.monotonic()
         if job.gated:
             res = self._run(job)
-            self._log(job, started, res.gpu_modes, res.gpu_wait_s, res.gpu_held_s)
+            self._log(job, started, res.gpu_modes, res.gpu_wait_s, res.gpu_held_s, res.gpu_x_s)
             return res
         with self.device_lock():
             waited = time.monotonic() - t0
             res = self._run(job)
-        self._log(job, started, "whole", waited, res.wall_s)
+        self._log(job, started, "whole", waited, res.wall_s, res.wall_s)
         return res
 
-    def _log(self, job: Job, started: float, modes: str, wait_s: float, held_s: float) -> None:
+    def _log(self, job: Job, started: float, modes: str, wait_s: float, held_s: float, x_s: float) -> None:
         """One line of the lock log (FK_GPU_LOCK_LOG), written whole with one append."""
         if self.lock_log is None:
             return
         line = json.dumps({"start": round(started, 3), "end": round(time.time(), 3), "module": job.module,
-                           "modes": modes, "wait_s": round(wait_s, 3), "held_s": round(held_s, 3)})
+                           "modes": modes, "wait_s": round(wait_s, 3), "held_s": round(held_s, 3),
+                           "exclusive_s": round(x_s, 3)})
         with contextlib.suppress(OSError):
             fd = os.open(self.lock_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
