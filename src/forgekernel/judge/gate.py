@@ -114,8 +114,9 @@ class Reading:
     slack: float
     """How much of it may be this process's own delay rather than the batch: the time the
     opening write took plus the time from just before the last poll that missed the signal
-    to just after the one that saw it. Microseconds while the process keeps its core; a scheduler's time
-    slice when the core was taken away at the wrong moment (a loaded machine)."""
+    to just after the one that saw it. Microseconds while the process keeps its core; a
+    scheduler's time slice when the core was taken away at the wrong moment (a loaded
+    machine)."""
 
     def disturbed(self) -> bool:
         """Whether the slack is large enough to move the figure (see DISTURBED_*)."""

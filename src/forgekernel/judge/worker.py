@@ -147,15 +147,14 @@ def _trim(session: Any) -> bool:
 
     gc.collect()
     session.torch.cuda.synchronize()
+    session.torch.cuda.empty_cache()  # the pools are the driver's, not this cache's
     procs = [p for p in (session.cand, session.perf) if p is not None]
     if getattr(session, "shared_gpu", False) and sum(pool.nbytes for p in procs for pool in p.owned) > RESPAWN_BYTES:
         kernel, perf = session.cand.kernel, session.perf.kernel if session.perf is not None else None
         session.close()  # the executors gone, their pools freed
         session.cand = session.perf = None
         session.spawn(kernel, perf)
-        session.torch.cuda.empty_cache()
         return True
-    session.torch.cuda.empty_cache()
     for proc in procs:
         proc.trim()
     return False
