@@ -31,6 +31,8 @@ GEMM_KNOBS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES
 CONV_KNOBS = [  # BLOCK_M, BLOCK_N, BLOCK_K, NUM_WARPS, NUM_STAGES
     None, (128, 128, 32, 8, 3), (64, 64, 32, 4, 3), (128, 64, 64, 4, 3), (128, 128, 64, 8, 3),
     (64, 128, 32, 4, 3)]
+DIRECT_KNOBS = [  # CONV_DIRECT_BLOCK, CONV_DIRECT_WARPS: thin groups (depthwise) run the direct kernel
+    None, (256, 2), (512, 4), (2048, 4), (2048, 8), (4096, 8)]
 GEMMS = [  # name, op, shapes (a, b[, bias]), dtype
     ("mm 4096^3", "mm", ((4096, 4096), (4096, 4096)), torch.bfloat16),
     ("mm 4096^3", "mm", ((4096, 4096), (4096, 4096)), torch.float16),
@@ -45,6 +47,10 @@ CONVS = [  # name, x shape, weight shape, stride, padding, transposed, groups
     ("1x1 c256->64 56x56", (32, 256, 56, 56), (64, 256, 1, 1), 1, 0, False, 1),
     ("7x7 s2 c3 224x224", (32, 3, 224, 224), (64, 3, 7, 7), 2, 3, False, 1),
     ("dw3x3 c256 28x28", (32, 256, 28, 28), (256, 1, 3, 3), 1, 1, False, 256),
+    ("3x3 c8->64 256x256 (KB L2 87)", (32, 8, 256, 256), (64, 8, 3, 3), 1, 0, False, 1),
+    ("3x3 c64->128 128x128 (KB L2 31)", (32, 64, 128, 128), (128, 64, 3, 3), 1, 0, False, 1),
+    ("dw3x3 c64 512x512 (KB L1 86)", (16, 64, 512, 512), (64, 1, 3, 3), 1, 1, False, 64),
+    ("dw5x5 s2 c96 x2 56x56", (32, 96, 56, 56), (192, 1, 5, 5), 2, 2, False, 96),
     ("convT k4 s2 c128->64 32x32", (16, 128, 32, 32), (128, 64, 4, 4), 2, 1, True, 1),
     ("3d 3x3x3 c64 16x28x28", (4, 64, 16, 28, 28), (64, 64, 3, 3, 3), 1, 1, False, 1),
 ]
@@ -139,10 +145,12 @@ def conv_layout_rows(name, xs, ws, s, p, tr, g, dt, layout, quick):
     d_ref = device_ms(lambda: torch.ops.aten.convolution(x, w, *args))
     yield {**base, "impl": "torch", "ms": t_ref, "device_ms": d_ref,
            "tflops": 2 * macs / t_ref / 1e9}
-    for kn in CONV_KNOBS[:1] if quick else CONV_KNOBS:
-        knobs = {} if kn is None else dict(zip(
-            ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "CONV_NUM_WARPS", "CONV_NUM_STAGES"),
-            kn, strict=True))
+    thin = (ws[1] if tr else ws[0] // g) < 16 and ws[0] // g * ws[1] <= 16  # conv.py's thin-group rule
+    names = ("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS") if thin else (
+        "CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "CONV_NUM_WARPS", "CONV_NUM_STAGES")
+    points = DIRECT_KNOBS if thin else CONV_KNOBS
+    for kn in points[:1] if quick else points:
+        knobs = {} if kn is None else dict(zip(names, kn, strict=True))
         lib = load("conv", knobs)
         variants = [("library", lambda lib=lib: lib.convolution(x, w, *args))]
         if layout == "nchw" and nd > 1 and kn is None:

@@ -143,7 +143,7 @@ def bmm_cases(lib, r: Gen, dt):
 
 
 CONV_CASES = [  # name, x shape, weight shape, bias, stride, padding, dilation, transposed, output_padding, groups, layout
-    ("1d g2 s2 p1 d2", (2, 4, 19), (6, 2, 3), True, [2], [1], [2], False, [0], 2, None),
+    ("1d g2 s2 p1 d2", (2, 4, 19), (32, 2, 3), True, [2], [1], [2], False, [0], 2, None),
     ("1d pointwise", (2, 8, 11), (5, 8, 1), False, [1], [0], [1], False, [0], 1, None),
     ("2d 1x1 NCHW tap-major", (2, 32, 5, 7), (24, 32, 1, 1), True, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, None),
     ("2d tap-major s(1,2) p(1,0)", (2, 32, 9, 8), (24, 32, 3, 3), True, [1, 2], [1, 0], [1, 1], False, [0, 0], 1, None),
@@ -153,20 +153,30 @@ CONV_CASES = [  # name, x shape, weight shape, bias, stride, padding, dilation, 
     ("2d cin3 5x5 s2", (2, 3, 13, 11), (8, 3, 5, 5), True, [2, 2], [2, 2], [1, 1], False, [0, 0], 1, None),
     ("2d tiles M,N>block", (2, 16, 13, 12), (80, 16, 1, 3), True, [1, 1], [0, 1], [1, 1], False, [0, 0], 1, None),
     ("2d strided input", (2, 40, 9, 16), (8, 20, 3, 3), False, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "slice"),
-    ("3d g2 mixed", (1, 4, 5, 6, 7), (8, 2, 2, 3, 2), True, [1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 2, None),
+    ("3d g2 mixed", (1, 4, 5, 6, 7), (32, 2, 2, 3, 2), True, [1, 2, 1], [0, 1, 1], [1, 1, 2], False, [0, 0, 0], 2, None),
     ("3d channels-last", (1, 16, 4, 5, 6), (8, 16, 3, 3, 3), False, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1, "cl"),
     ("1d transposed s3 op2", (2, 4, 7), (4, 5, 3), True, [3], [1], [1], True, [2], 1, None),
-    ("2d transposed s2 op1 g2", (2, 4, 5, 6), (4, 3, 3, 3), True, [2, 2], [1, 0], [1, 1], True, [1, 0], 2, None),
+    ("2d transposed s2 op1 g2", (2, 4, 5, 6), (4, 16, 3, 3), True, [2, 2], [1, 0], [1, 1], True, [1, 0], 2, None),
     ("2d transposed tap-major", (2, 32, 5, 6), (32, 8, 3, 3), False, [2, 3], [1, 1], [1, 2], True, [1, 2], 2, None),
     ("2d transposed cl", (1, 16, 4, 4), (16, 8, 4, 4), True, [2, 2], [1, 1], [1, 1], True, [0, 0], 1, "cl"),
-    ("3d transposed", (1, 2, 3, 4, 3), (2, 3, 2, 3, 2), True, [2, 1, 2], [0, 1, 1], [1, 1, 1], True, [1, 0, 0], 1, None),
+    ("3d transposed", (1, 2, 3, 4, 3), (2, 16, 2, 3, 2), True, [2, 1, 2], [0, 1, 1], [1, 1, 1], True, [1, 0, 0], 1, None),
     # strided transposed convolutions run one launch per output phase: a phase no tap reaches
     # (kernel 1 < stride 2: bias only), padding past the kernel, and KernelBench's k5 s2 p2
-    ("1d transposed k1 s2", (2, 3, 5), (3, 4, 1), True, [2], [0], [1], True, [1], 1, None),
-    ("2d transposed s2 p2 g3", (1, 6, 6, 5), (6, 2, 3, 3), False, [2, 2], [2, 2], [1, 1], True, [1, 0], 3, None),
+    ("1d transposed k1 s2", (2, 3, 5), (3, 16, 1), True, [2], [0], [1], True, [1], 1, None),
+    ("2d transposed s2 p2 g3", (1, 6, 6, 5), (6, 16, 3, 3), False, [2, 2], [2, 2], [1, 1], True, [1, 0], 3, None),
     ("3d transposed k5 s2 p2", (2, 4, 3, 4, 3), (4, 5, 5, 5, 5), True, [2, 2, 2], [2, 2, 2], [1, 1, 1], True, [0, 1, 0], 1, None),
     ("2d int params", (1, 8, 6, 6), (4, 8, 3, 3), False, 2, 1, 1, False, 0, 1, None),
     ("2d channels-last weight", (2, 16, 6, 5), (8, 16, 3, 3), True, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, "wcl"),
+    # thin groups (under 16 output channels per group, at most 16 in x out): the direct kernel
+    ("1d thin g2 s2 p1 d2", (2, 4, 19), (6, 2, 3), True, [2], [1], [2], False, [0], 2, None),
+    ("2d thin groups 2x3 cl", (2, 6, 7, 9), (9, 2, 3, 2), True, [2, 1], [1, 0], [1, 2], False, [0, 0], 3, "cl"),
+    ("2d thin 3->4 no groups", (2, 3, 6, 5), (4, 3, 3, 3), False, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, None),
+    ("2d depthwise strided input", (2, 20, 9, 8), (10, 1, 3, 3), True, [1, 1], [1, 1], [1, 1], False, [0, 0], 10, "slice"),
+    ("3d depthwise d(1,2,1)", (1, 5, 4, 6, 5), (5, 1, 2, 3, 3), True, [1, 1, 2], [1, 2, 1], [1, 2, 1], False, [0, 0, 0], 5, None),
+    ("3d depthwise cl", (1, 8, 3, 4, 5), (16, 1, 3, 3, 3), False, [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 8, "cl"),
+    ("1d transposed thin k1 s2", (2, 3, 5), (3, 4, 1), True, [2], [0], [1], True, [1], 1, None),
+    ("2d transposed depthwise s2 op1", (2, 4, 5, 6), (4, 1, 3, 3), True, [2, 2], [1, 0], [1, 1], True, [1, 0], 4, None),
+    ("3d transposed thin g2", (1, 4, 3, 4, 3), (4, 3, 2, 3, 2), True, [2, 1, 2], [0, 1, 1], [1, 2, 1], True, [1, 0, 0], 2, None),
 ]
 
 

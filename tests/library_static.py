@@ -63,6 +63,12 @@ CALLS = {  # file -> [(name, call on the loaded module)]
         ("depthwise 3x3 NCHW fp16", lambda c: c.convolution(
             meta(32, 256, 28, 28, dtype=H), meta(256, 1, 3, 3, dtype=H), None, [1, 1], [1, 1],
             [1, 1], False, [0, 0], 256)),
+        ("depthwise x2 5x5 s2 NHWC fp32", lambda c: c.convolution(
+            meta(32, 96, 56, 56, dtype=F, layout="cl"), meta(192, 1, 5, 5, dtype=F), meta(192, dtype=F),
+            [2, 2], [2, 2], [1, 1], False, [0, 0], 96)),
+        ("3x3 c8->64 NCHW fp32 (flat walk, NCHW output)", lambda c: c.convolution(
+            meta(128, 8, 256, 256, dtype=F), meta(64, 8, 3, 3, dtype=F), meta(64, dtype=F),
+            [1, 1], [0, 0], [1, 1], False, [0, 0], 1)),
         ("transposed k4 s2 NCHW bf16", lambda c: c.convolution(
             meta(16, 128, 32, 32), meta(128, 64, 4, 4), meta(64), [2, 2], [1, 1], [1, 1], True,
             [0, 0], 1)),

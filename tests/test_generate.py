@@ -49,6 +49,25 @@ def test_trace_reads_the_graph_not_the_name():
     assert dropout.random
 
 
+def test_trace_reads_each_convolutions_channels_per_group_and_the_knobs_follow():
+    import torch
+    import torch.nn.functional as F
+
+    from forgekernel.agents.builtin_generated import KNOB_GROUPS, _kinds
+
+    x = torch.randn(2, 8, 6, 6)
+    dw, full = torch.randn(16, 1, 3, 3), torch.randn(32, 16, 1, 1)
+    up = torch.randn(32, 3, 2, 2)  # transposed: (Cin, Cout/groups, *k)
+    graph = classify.trace(lambda a, b, c, d: F.conv_transpose2d(
+        F.conv2d(F.conv2d(a, b, groups=8), c), d, stride=2, groups=4)[:, :1], [x, dw, full, up])
+    assert graph.conv_groups == ((1, 2), (16, 32), (8, 3))
+    text = "CONV_BLOCK_M = 128\nCONV_DIRECT_BLOCK = 1024\n"
+    assert _kinds(text, graph.conv_groups) == ("conv", "conv_direct")
+    assert _kinds(text, ((16, 32),)) == ("conv",)  # product tiles only
+    assert _kinds(text, ((1, 1), (3, 4))) == ("conv_direct",)  # depthwise, and 3 -> 4 channels
+    assert KNOB_GROUPS["conv_direct"] == (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"),)
+
+
 def _check(*cases: str) -> list[dict]:
     env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run([sys.executable, str(CHECK), *cases], capture_output=True, text=True,

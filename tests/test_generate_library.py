@@ -33,12 +33,13 @@ SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM
                "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0,
                "SORT_MAX_ROW": 64, "SCATTER_BLOCK": 16,
                # the interpreter's own tile sizes (the GPU knobs above do not apply there)
-               "_gemm_cpu_blocks": [16, 16, 16], "_conv_cpu_blocks": [16, 16, 16]}
+               "_gemm_cpu_blocks": [16, 16, 16], "_conv_cpu_blocks": [16, 16, 16], "_conv_cpu_direct": 64}
 KNOBS = {
     "gemm": ("GEMM_BLOCK_M = 128", "GEMM_BLOCK_N = 128", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
     "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
-             "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1"),
+             "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1", "CONV_DIRECT_BLOCK = ",
+             "CONV_DIRECT_WARPS = "),
     "sort": ("SORT_MAX_ROW = ", "SORT_PROGRAM_ELEMS = "),
     "scatter": ("SCATTER_BLOCK = ",),
 }
@@ -138,8 +139,8 @@ def test_library_small_blocks_under_interpreter():
 def test_library_compiles_for_sm90_without_spills():
     rows = _run(STATIC, interpret=False)
     assert {r["file"] for r in rows} == {"gemm", "conv", "sort", "scatter"}
-    assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_gemm_split_sum", "_conv_kernel", "_sort_rows", "_scatter_init",
-                                           "_scatter_combine", "_scatter_finish"}
+    assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_gemm_split_sum", "_conv_kernel", "_conv_direct_kernel", "_sort_rows",
+                                           "_scatter_init", "_scatter_combine", "_scatter_finish"}
     for r in rows:
         where = f"{r['case']}: {r}"
         assert r["regs"] and r["regs"] > 0, where

@@ -47,6 +47,8 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "CONV_BLOCK_K": (16, 32, 64),
     "CONV_NUM_WARPS": (2, 4, 8),
     "CONV_NUM_STAGES": (1, 2, 3, 4),
+    "CONV_DIRECT_BLOCK": (256, 512, 1024, 2048, 4096),
+    "CONV_DIRECT_WARPS": (2, 4, 8),
 }
 """Values worth searching for each knob a generated candidate may carry."""
 KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -58,6 +60,7 @@ KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
              ("GEMM_NUM_WARPS",), ("GEMM_GROUP_M",)),
     "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
              ("CONV_NUM_WARPS",)),
+    "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"),),
 }
 """Knobs swept together in one tuning row, by the kind of kernel they shape."""
 
@@ -70,7 +73,8 @@ class Generated:
     kernels: tuple[str, ...]
     library: tuple[str, ...]
     kinds: tuple[str, ...]
-    """Kernel kinds present: pointwise, tiled, reduction, gemm, conv (their knobs matter)."""
+    """Kernel kinds present: pointwise, tiled, reduction, gemm, conv, conv_direct (their knobs
+    matter)."""
     template: templates.Template
     graph: str
     launches: int
@@ -204,8 +208,8 @@ def _generate(task: TaskSpec) -> Generated:
     body = text[text.index("def _inductor_call("):text.index("def _inductor_args(")]
     _no_eager_compute(task, asm.fallbacks, body)
     launches = body.count(".run(") + body.count("extern_kernels.") + len(asm.fallbacks)
-    return Generated(text, asm.kernels, asm.library, _kinds(text), _template(text),
-                     graph.describe(), max(launches, 1))
+    return Generated(text, asm.kernels, asm.library, _kinds(text, graph.conv_groups),
+                     _template(text), graph.describe(), max(launches, 1))
 
 
 def _no_eager_compute(task: TaskSpec, fallbacks: tuple[str, ...], body: str) -> None:
@@ -228,7 +232,7 @@ def _entry(task: TaskSpec) -> Any:
     return assemble.Entry(params=params)
 
 
-def _kinds(text: str) -> tuple[str, ...]:
+def _kinds(text: str, conv_groups: tuple[tuple[int, int], ...] = ()) -> tuple[str, ...]:
     launches = re.findall(r"= _RtLaunch\(\w+, '(\w+)', (\{.*?\}), '\w+'(?:, rnumel=\d+)?\)", text)
     found = []
     if any(kind == "pointwise" and "YBLOCK" not in sig for kind, sig in launches):
@@ -238,6 +242,10 @@ def _kinds(text: str) -> tuple[str, ...]:
     if any(kind in ("reduction", "persistent_reduction") for kind, _ in launches):
         found.append("reduction")
     found += [k for k, mark in (("gemm", "GEMM_BLOCK_M"), ("conv", "CONV_BLOCK_M")) if mark in text]
+    if "conv" in found and conv_groups:  # which kernels of conv.py run (its thin-group rule)
+        thin = [cout < 16 and cin * cout <= 16 for cin, cout in conv_groups]
+        at = found.index("conv")
+        found[at:at + 1] = (["conv"] if not all(thin) else []) + (["conv_direct"] if any(thin) else [])
     return tuple(found)
 
 

@@ -58,6 +58,8 @@ class OpGraph:
     random: bool = False
     small_constants: tuple[float, ...] = ()
     """Small float constants in the graph (epsilons, most likely), largest count first."""
+    conv_groups: tuple[tuple[int, int], ...] = ()
+    """(input, output) channels per group of each convolution, at the traced shapes."""
 
     def describe(self) -> str:
         compute = sorted(k for k in self.ops if k not in LAYOUT)
@@ -74,14 +76,24 @@ def trace(fn: Callable[..., Any], args: list[Any]) -> OpGraph:
         gm = make_fx(fn, tracing_mode="fake")(*args)
     ops: Counter[str] = Counter()
     small: Counter[float] = Counter()
+    convs = []
     for node in gm.graph.nodes:
         if node.op == "call_function":
             ops[_op_name(node.target)] += 1
             small.update(a for a in (*node.args, *node.kwargs.values())
                          if isinstance(a, float) and 0 < abs(a) < 1e-2)
+            if _op_name(node.target) == "convolution" and len(node.args) == 9:
+                convs.append(_conv_group(node.args[1].meta["val"].shape, *node.args[6:9:2]))
     graph = classify(dict(ops))
     return OpGraph(graph.ops, graph.kind, graph.parts, graph.random,
-                   tuple(float(f"{v:.6g}") for v, _ in small.most_common()))
+                   tuple(float(f"{v:.6g}") for v, _ in small.most_common()), tuple(convs))
+
+
+def _conv_group(weight: Any, transposed: bool, groups: int) -> tuple[int, int]:
+    """(input, output) channels per group of aten.convolution with this weight shape."""
+    if transposed:  # weight (Cin, Cout/groups, *k)
+        return int(weight[0]) // int(groups), int(weight[1])
+    return int(weight[1]), int(weight[0]) // int(groups)
 
 
 def _op_name(target: Any) -> str:

@@ -2,10 +2,9 @@
 
 ``convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding,
 groups)`` has the semantics of ``torch.ops.aten.convolution`` for 1-D, 2-D and 3-D inputs
-(N, C, *spatial): groups (depthwise included), per-dimension stride/padding/dilation,
-transposed convolution with output_padding (weight (Cin, Cout/groups, *k) then), optional
-bias, any input strides (channels-last included). The output is allocated channels-last
-when the input or the weight is (as aten does on the GPU), else contiguous.
+(N, C, *spatial): groups, per-dimension stride/padding/dilation, transposed convolution
+with output_padding (weight (Cin, Cout/groups, *k) then), optional bias, any input strides.
+The output is channels-last when the input or the weight is (as aten on the GPU).
 
 One kernel, ``_conv_kernel``, treats every convolution as 3-D (1-D and 2-D get unit leading
 dimensions) and as one GEMM per group: output positions (n, od, oh, ow) flattened are the M
@@ -19,15 +18,22 @@ accumulation, and the bias is added before the store. The weight is repacked onc
 to [groups, taps * Cin/groups, Cout/groups] so that its tiles load contiguously. K is walked
 tap by tap in blocks of input channels when a group has at least 16 input channels (the
 index arithmetic is per row), else as one flat range of taps x channels (first layers,
-depthwise), so that tiny channel counts do not pad every tap to a 16-deep product. An
-NCDHW input (channels not the fast axis) is read in place with the tile loaded transposed
-(neighbouring threads on neighbouring positions) for 1x1 kernels and the flat walk, and is
-copied channels-last first otherwise (faster on the H200 for 3x3, 3x3x3, transposed k4).
+depthwise), so that tiny channel counts do not pad every tap to a 16-deep product. NCDHW
+tensors (positions, not channels, the fast axis) have their tiles moved transposed, so that
+neighbouring threads touch neighbouring positions: the output tile always, the input in
+place for 1x1 kernels and the flat walk, else from a channels-last copy made first (faster
+on the H200 for 3x3, 3x3x3, transposed k4).
+
+Thin groups (depthwise and the like: under 16 output channels and at most 16 input x output
+channels per group) run ``_conv_direct_kernel`` instead, where a product tile would be mostly
+padding (1 useful column of 16 for depthwise): taps x the group's input channels as plain
+multiply-adds over a [positions, output channels] tile (one channel for NCDHW inputs).
 
 Knobs (header below): CONV_BLOCK_M/N/K are the tile sizes for large shapes (each clamps to
 the next power of two >= the dimension, at least 16, for small ones), CONV_NUM_WARPS and
 CONV_NUM_STAGES the launch options (warps shrink with small tiles), CONV_ALLOW_TF32 (1: fp32
-inputs use tf32 tensor cores, 0: full-precision "ieee" products). On the CPU (Triton
+inputs use tf32 tensor cores, 0: full-precision "ieee" products), CONV_DIRECT_BLOCK and
+CONV_DIRECT_WARPS the direct kernel's tile (elements) and warps. On the CPU (Triton
 interpreter) bf16/fp16 tiles are upcast to fp32 before the product.
 """
 
@@ -44,12 +50,15 @@ CONV_BLOCK_K = 32
 CONV_NUM_WARPS = 8
 CONV_NUM_STAGES = 3
 CONV_ALLOW_TF32 = 1
+CONV_DIRECT_BLOCK = 1024
+CONV_DIRECT_WARPS = 4
 # --- end ---
 
 _conv_flat_below = 16  # input channels per group under which K is one flat taps x channels range
 # Under the CPU interpreter every tile op is one NumPy call whatever the tile's size, so the
 # cost is the number of programs x steps: much larger tiles there (same code and masks).
 _conv_cpu_blocks = (1024, 128, 128)
+_conv_cpu_direct = 8192
 
 
 @triton.jit
@@ -137,9 +146,9 @@ def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
                  ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
                  s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn, s_yn, s_yc, s_yd, s_yh, s_yw,
                  HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr,
-                 M_MAJOR: tl.constexpr, INDEX64: tl.constexpr, UPCAST: tl.constexpr,
-                 PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 BLOCK_K: tl.constexpr):
+                 M_MAJOR: tl.constexpr, Y_M_MAJOR: tl.constexpr, INDEX64: tl.constexpr,
+                 UPCAST: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     tiles_n = tl.cdiv(COUT_G, BLOCK_N)
     pid_m = tl.program_id(0) // tiles_n
     g = tl.program_id(1)
@@ -170,8 +179,53 @@ def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
     if HAS_BIAS:
         acc += tl.load(bias_ptr + g * COUT_G + rn, mask=n_ok, other=0.0).to(tl.float32)[None, :]
     y_rows = n * s_yn + od * s_yd + oh * s_yh + ow * s_yw
-    y_ptrs = y_ptr + y_rows[:, None] + (g * COUT_G + rn)[None, :] * s_yc
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+    y_cols = (g * COUT_G + rn) * s_yc
+    if Y_M_MAJOR:  # NCDHW output: stored transposed, neighbouring threads on neighbouring positions
+        tl.store(y_ptr + y_rows[None, :] + y_cols[:, None], tl.trans(acc).to(y_ptr.dtype.element_ty),
+                 mask=n_ok[:, None] & m_ok[None, :])
+    else:
+        tl.store(y_ptr + y_rows[:, None] + y_cols[None, :], acc.to(y_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & n_ok[None, :])
+
+
+@triton.jit
+def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G,
+                        ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                        s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn,
+                        s_yn, s_yc, s_yd, s_yh, s_yw, HAS_BIAS: tl.constexpr,
+                        TRANSPOSED: tl.constexpr, INDEX64: tl.constexpr,
+                        BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Direct convolution of a [BLOCK_M positions, BLOCK_C output channels] tile: for every
+    tap and input channel of the group, one gathered load and one multiply-add (fp32)."""
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    co = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    m_ok = rm < M
+    c_ok = co < COUT
+    if INDEX64:
+        rm = rm.to(tl.int64)
+        co = co.to(tl.int64)
+    ow = rm % OW
+    oh = (rm // OW) % OH
+    od = (rm // (OW * OH)) % OD
+    n = rm // (OW * OH * OD)
+    g = co // COUT_G
+    x_base = x_ptr + (n * s_xn)[:, None] + (g * CIN_G * s_xc)[None, :]
+    w_base = w_ptr + g * s_wg + (co - g * COUT_G) * s_wn
+    acc = tl.zeros((BLOCK_M, BLOCK_C), dtype=tl.float32)
+    for tap in range(0, KD * KH * KW):
+        sp, sp_ok = _conv_in3(od, oh, ow, tap // (KW * KH), (tap // KW) % KH, tap % KW,
+                              ID, IH, IW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
+                              s_xd, s_xh, s_xw, TRANSPOSED)
+        mask = (m_ok & sp_ok)[:, None] & c_ok[None, :]
+        for ci in range(0, CIN_G):
+            xv = tl.load(x_base + sp[:, None] + ci * s_xc, mask=mask, other=0.0)
+            wv = tl.load(w_base + (tap * CIN_G + ci) * s_wk, mask=c_ok, other=0.0)
+            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + co, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+    y_rows = n * s_yn + od * s_yd + oh * s_yh + ow * s_yw
+    tl.store(y_ptr + y_rows[:, None] + (co * s_yc)[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=m_ok[:, None] & c_ok[None, :])
 
 
 def _conv_tuple(v, nd, fill):
@@ -266,10 +320,28 @@ def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed):
         i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
         HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
         M_MAJOR=_conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst),
+        Y_M_MAJOR=_conv_m_major((nb, y.shape[1], o_d, o_h, o_w), yst),
         INDEX64=max(_conv_span(x), _conv_span(y)) >= 2**31, UPCAST=x.device.type == "cpu" and not fp32,
         PRECISION="ieee" if fp32 and not CONV_ALLOW_TF32 else "tf32",
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=min(CONV_NUM_WARPS, max(1, bm * bn // 256)),
         num_stages=CONV_NUM_STAGES)
+
+
+def _conv_direct_launch(x, wp, bias, y, nd, cin_g, k3, s3, p3, d3, transposed):
+    """One launch of _conv_direct_kernel (any layout: NCDHW tiles one channel per program)."""
+    (nb, _, i_d, i_h, i_w), xst = _conv_as3d(x, nd)
+    (_, cout, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
+    m = nb * o_d * o_h * o_w
+    elems = _conv_cpu_direct if x.device.type == "cpu" else CONV_DIRECT_BLOCK
+    bc = 1 if _conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst) else min(
+        64, triton.next_power_of_2(cout), elems)
+    bm = min(max(1, elems // bc), max(16, triton.next_power_of_2(m)))
+    _conv_direct_kernel[(triton.cdiv(m, bm), triton.cdiv(cout, bc))](
+        x, wp, bias if bias is not None else y, y, m, cout, wp.shape[2], cin_g,
+        i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
+        HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed),
+        INDEX64=max(_conv_span(x), _conv_span(y)) >= 2**31, BLOCK_M=bm, BLOCK_C=bc,
+        num_warps=min(CONV_DIRECT_WARPS, max(1, bm * bc // 128)))
 
 
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -289,6 +361,10 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     osz = _conv_out_shape(_conv_as3d(x, nd)[0][2:], k3, s3, p3, d3, op3, transposed)
     y = _conv_alloc(x, weight, (x.shape[0], cout, *osz[3 - nd:]))
     if y.numel() == 0:
+        return y
+    if cout // groups < 16 and cin_g * (cout // groups) <= 16:  # thin groups: no product tiles
+        _conv_direct_launch(x, _conv_pack(weight, groups, transposed), bias, y, nd, cin_g, k3,
+                            s3, p3, d3, transposed)
         return y
     xg = _conv_gatherable(x, nd, cin_g, k3)
     if transposed and max(s3) > 1 and d3 == (1, 1, 1):
