@@ -54,6 +54,25 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
+def test_a_kernel_width_under_same_padding_is_pinned_whatever_its_name(tmp_path):
+    """Only the weight follows it, as for a hidden width, but it sets the layer's padding (a
+    value a trace freezes into the generated code): a kernel width, pinned."""
+    src = write(tmp_path, "causal_conv.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, channels, width):\n"
+        "        super().__init__()\n"
+        "        self.conv = nn.Conv1d(channels, channels, width, groups=channels, padding=width - 1)\n"
+        "\n    def forward(self, x):\n"
+        "        return self.conv(x)[..., :x.shape[-1]]\n\n"
+        "batch_size = 4\nchannels = 64\nwidth = 4\nseq = 128\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, channels, seq)]\n\n"
+        "def get_init_inputs():\n    return [channels, width]\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert sizes(task) == {"batch_size", "channels", "seq"}
+    assert pinned(task) == {"width": 4}
+    assert "kernel size, stride, padding or dilation" in task.axes["width"].description
+
+
 def test_constants_that_change_nothing_are_no_axes_and_tied_ones_move_together(tmp_path):
     src = write(tmp_path, "hinge.py", HEAD + (
         "class Model(nn.Module):\n"

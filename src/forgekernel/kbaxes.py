@@ -105,6 +105,10 @@ def _judge(const: Constant, base: Probe, p: Probe, alt: int, tied: tuple = ()) -
     if _follows(base, p, v, alt):
         return Axis(const, True, "input or output dimensions follow it", doubled=p, tied=tied)
     if _same_io(base, p) and _follows(base, p, v, alt, params=True) and not SEMANTIC.search(const.name):
+        if p.geometry != base.geometry:  # a kernel width under 'same' padding, not a hidden width
+            return Axis(const, False, "it sets a layer's kernel size, stride, padding or dilation "
+                        "(parameter dimensions follow it, inputs and outputs keep their shapes)",
+                        doubled=p)
         return Axis(const, True, "a hidden width: parameter dimensions follow it, inputs and "
                     "outputs keep their shapes", doubled=p, tied=tied)
     if _same_io(base, p):

@@ -51,6 +51,9 @@ class Probe:
     flops: float = 0.0
     random: list[str] = field(default_factory=list)
     """Submodules whose output is random in training mode (Dropout with p > 0)."""
+    geometry: tuple = ()
+    """(submodule, attribute, value) of every layer's kernel size, stride, padding, dilation
+    and output padding: values a trace freezes into the generated code."""
 
     def signature(self) -> tuple:
         """Everything a constant can change (for 'does this constant matter')."""
@@ -100,6 +103,18 @@ def _random_modules(model: Any) -> list[str]:
             if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
 
 
+GEOMETRY = ("kernel_size", "stride", "padding", "dilation", "output_padding")
+
+
+def _geometry(model: Any) -> tuple:
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return ()
+    return tuple((name, attr, getattr(m, attr)) for name, m in model.named_modules()
+                 for attr in GEOMETRY if isinstance(getattr(m, attr, None), (int, tuple)))
+
+
 def _inputs(values: list[Any], mode: Any) -> list[Input]:
     import torch
 
@@ -137,7 +152,7 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
     result = Probe(ok=True, init=_init_repr(init), inputs=inputs,
                    params={n: tuple(t.shape) for n, t in params},
                    param_dtypes={n: str(t.dtype).removeprefix("torch.") for n, t in params},
-                   random=_random_modules(model))
+                   random=_random_modules(model), geometry=_geometry(model))
     if not forward:
         result.forward_error = "not run"
         return result
