@@ -127,3 +127,20 @@ def test_a_model_new_constructor_that_raises_is_the_candidates_runtime_error(tmp
     verdict = judge(load_task(batchnorm_task), d, make_runner("cpu"), FAST)
     assert verdict.status is Status.RUNTIME_ERROR
     assert "ModelNew(*get_init_inputs()) at" in verdict.reason and "ValueError" in verdict.reason
+
+
+def test_device_footprint_counts_outputs_as_well_as_inputs_and_parameters(tmp_path):
+    """A product over a short K: 2 x 8 MiB of inputs and a 4 GiB output. Sized by its inputs
+    alone it was judged beside other jobs on a shared GPU and the verifier ran out of memory."""
+    from forgekernel.judge.problem import Problem
+
+    src = tmp_path / "short_k.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def forward(self, a, b):\n        return a @ b\n\n\n"
+                   "M = 32768\nN = 32768\nK = 64\n\n\n"
+                   "def get_inputs():\n    return [torch.rand(M, K), torch.rand(K, N)]\n\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    task = load_task(convert(src, tmp_path / "t"))
+    full = [w for w in task.workloads if not w.smoke]
+    inputs, output = 2 * 32768 * 64 * 4, 32768 * 32768 * 4
+    assert Problem(task, "cpu").footprint(full) == inputs + output

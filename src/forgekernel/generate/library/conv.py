@@ -58,7 +58,7 @@ _conv_flat_below = 16  # input channels per group under which K is one flat taps
 # Under the CPU interpreter every tile op is one NumPy call whatever the tile's size, so the
 # cost is the number of programs x steps: much larger tiles there (same code and masks).
 _conv_cpu_blocks = (1024, 128, 128)
-_conv_cpu_direct = 8192
+_conv_cpu_direct = 65536
 
 
 @triton.jit
@@ -199,8 +199,7 @@ def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G,
     tap and input channel of the group, one gathered load and one multiply-add (fp32)."""
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     co = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    m_ok = rm < M
-    c_ok = co < COUT
+    m_ok, c_ok = rm < M, co < COUT
     if INDEX64:
         rm = rm.to(tl.int64)
         co = co.to(tl.int64)
@@ -332,9 +331,10 @@ def _conv_direct_launch(x, wp, bias, y, nd, cin_g, k3, s3, p3, d3, transposed):
     (nb, _, i_d, i_h, i_w), xst = _conv_as3d(x, nd)
     (_, cout, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
     m = nb * o_d * o_h * o_w
-    elems = _conv_cpu_direct if x.device.type == "cpu" else CONV_DIRECT_BLOCK
-    bc = 1 if _conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst) else min(
-        64, triton.next_power_of_2(cout), elems)
+    cpu = x.device.type == "cpu"  # the interpreter pays per program step: channels tiled always
+    elems = _conv_cpu_direct if cpu else CONV_DIRECT_BLOCK
+    m_major = not cpu and _conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst)
+    bc = 1 if m_major else min(64, triton.next_power_of_2(cout), elems)
     bm = min(max(1, elems // bc), max(16, triton.next_power_of_2(m)))
     _conv_direct_kernel[(triton.cdiv(m, bm), triton.cdiv(cout, bc))](
         x, wp, bias if bias is not None else y, y, m, cout, wp.shape[2], cin_g,
