@@ -1,6 +1,7 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """MobileNetV2 inverted residual: expand 1x1, depthwise 3x3, project 1x1, residual."""
     def __init__(self, channels, expand):

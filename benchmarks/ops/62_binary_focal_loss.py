@@ -2,6 +2,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+
 class Model(nn.Module):
     """Binary focal loss over logits, mean-reduced."""
     def __init__(self, gamma, alpha):

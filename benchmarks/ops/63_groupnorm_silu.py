@@ -2,6 +2,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+
 class Model(nn.Module):
     """Diffusion U-Net block head: GroupNorm then SiLU."""
     def __init__(self, groups, channels):

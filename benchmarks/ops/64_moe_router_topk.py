@@ -1,6 +1,7 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """Mixture-of-experts router: logits, softmax, top-k experts, renormalised weights."""
     def __init__(self, dim, experts, k):

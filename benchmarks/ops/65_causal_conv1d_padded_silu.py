@@ -2,6 +2,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+
 class Model(nn.Module):
     """Mamba-style causal depthwise conv1d followed by SiLU."""
     def __init__(self, channels, width):

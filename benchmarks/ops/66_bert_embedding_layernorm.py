@@ -1,6 +1,7 @@
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
     """Token embedding plus learned positions, then LayerNorm (a BERT embedding layer)."""
     def __init__(self, vocab, max_len, dim):

@@ -1,6 +1,8 @@
 import math
+
 import torch
 import torch.nn as nn
+
 
 class Model(nn.Module):
     """Causal self-attention written out: scores, a triangular mask, softmax, weighted sum."""
