@@ -7,7 +7,8 @@ error relative to the output's RMS) and times it with ``triton.testing.do_bench`
 of repeated calls, L2 flushed between them; host launch overhead included where it exceeds
 the GPU work) and with the profiler (device_ms: the GPU time of the call's kernels) at the
 default knobs and at a few other knob points; torch's own op is timed the same way. For NCHW convolutions it also times the
-library on a channels-last copy made inside the timed call. Writes DIR/library_gpu.json as
+library on a channels-last copy made inside the timed call, and for every convolution an
+element-wise pass over the output run after it or fused into it (``epilogue=``). Writes DIR/library_gpu.json as
 it goes and prints one line per row.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import torch
 import triton
+import triton.language as tl
 from triton.testing import do_bench
 
 LIB = Path(__file__).resolve().parents[1] / "src" / "forgekernel" / "generate" / "library"
@@ -54,6 +56,25 @@ CONVS = [  # name, x shape, weight shape, stride, padding, transposed, groups
     ("convT k4 s2 c128->64 32x32", (16, 128, 32, 32), (128, 64, 4, 4), 2, 1, True, 1),
     ("3d 3x3x3 c64 16x28x28", (4, 64, 16, 28, 28), (64, 64, 3, 3, 3), 1, 1, False, 1),
 ]
+
+
+@triton.jit
+def _keep(xindex, xmask, args):
+    """An element-wise pass in place that leaves the values as they are (a stand-in epilogue
+    with an epilogue's memory traffic: one load, one store per element)."""
+    v = tl.load(args[0] + xindex, mask=xmask)
+    tl.store(args[0] + xindex, tl.where(v == v, v, 0.0), mask=xmask)
+
+
+@triton.jit
+def _keep_pass(y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    _keep(i, i < n, (y_ptr,))
+
+
+def _then_pass(y: torch.Tensor) -> torch.Tensor:
+    _keep_pass[(triton.cdiv(y.numel(), 1024),)](y, y.numel(), BLOCK=1024)
+    return y
 
 
 def load(name: str, knobs: dict) -> types.ModuleType:
@@ -156,6 +177,9 @@ def conv_layout_rows(name, xs, ws, s, p, tr, g, dt, layout, quick):
         if layout == "nchw" and nd > 1 and kn is None:
             variants.append(("library on cl copy", lambda lib=lib: lib.convolution(
                 x.contiguous(memory_format=fmt), w, *args)))
+        if kn is None:  # an element-wise tail: a second pass over the output, or fused
+            variants += [("library, then a pass", lambda lib=lib: _then_pass(lib.convolution(x, w, *args))),
+                         ("library, pass fused", lambda lib=lib: lib.convolution(x, w, *args, epilogue=(_keep, ())))]
         for impl, fn in variants:
             try:
                 err = rel_err(fn(), ref)

@@ -49,6 +49,17 @@ CASES = {
                     [(4, 8), (1, 2), (17, 30)]),
     "conv_relu": (lambda x, w: torch.relu(F.conv2d(x, w, padding=1)), ("x", "w"),
                   lambda m, n: (_rand(2, m, n, n), _rand(4, m, 3, 3)), [(3, 6), (2, 3), (5, 11)]),
+    # the element-wise tail fused into the convolution (generate/fuse.py): a bias read per
+    # channel, a channels-last output, and a strided transposed convolution (one launch per phase)
+    "conv_bias_tanh": (lambda x, w, b: torch.tanh(F.conv2d(x, w) + b.view(1, -1, 1, 1)) * 2,
+                       ("x", "w", "b"), lambda m, n: (_rand(2, m, n, n), _rand(5, m, 3, 3), _rand(5)),
+                       [(3, 6), (2, 3), (4, 9)]),
+    "conv_cl_clamp": (lambda x, w: torch.clamp(F.conv2d(x.contiguous(memory_format=torch.channels_last),
+                                                         w, padding=1), -0.5, 0.5), ("x", "w"),
+                      lambda m, n: (_rand(2, 16, m, n), _rand(24, 16, 3, 3)), [(5, 6), (1, 2), (7, 3)]),
+    "convt_hardtanh": (lambda x, w: F.hardtanh(F.conv_transpose2d(x, w, stride=2, padding=1)) * 3,
+                       ("x", "w"), lambda m, n: (_rand(2, 16, m, n), _rand(16, 20, 3, 3)),
+                       [(4, 5), (1, 1), (6, 3)]),
     # a reduction tiled over two row dimensions (YBLOCK, XBLOCK and R0_BLOCK)
     "tiled_sum": (lambda x: (x.permute(0, 2, 1) * 2).sum(0), ("x",),
                   lambda m, n: (_rand(m, n, 6),), [(3, 5), (1, 1), (9, 70)]),
@@ -111,6 +122,7 @@ def check(name: str, out: Path) -> None:
         got = module.run(*args)
         row = {"case": name, "shape": list(shape), "kernels": len(asm.kernels),
                "library": list(asm.library), "err": _error(got, fn(*args)),
+               "fused": asm.text.count("runs fused into the convolution above"),
                "slow_reduces": SLOW_REDUCES[0]}
         print(json.dumps(row), flush=True)
 

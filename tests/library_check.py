@@ -21,6 +21,8 @@ import types
 from pathlib import Path
 
 import torch
+import triton
+import triton.language as tl
 
 LIB = Path(__file__).resolve().parents[1] / "src" / "forgekernel" / "generate" / "library"
 TOL = {torch.float32: 1e-2, torch.float16: 5e-3, torch.bfloat16: 2e-2}
@@ -214,6 +216,20 @@ def conv_cases(lib, r: Gen, dt):
             assert aten.convolution(x, w, bias, *args[:3], tr, args[3], g).stride() == \
                 conv_layout(x, w, want.shape), name
         yield name, got, want, conv_layout(x, w, want.shape)
+        if dt == torch.float32:  # again with an element-wise epilogue fused in place
+            other = torch.empty_strided(want.shape, conv_layout(x, w, want.shape), device=r.device)
+            other.copy_(r(*want.shape))
+            got = lib.convolution(x, w, bias, s, p, d, tr, op, g, epilogue=(epilogue_check, (0.5, other)))
+            yield f"{name} +epilogue", got, torch.relu(want) * 0.5 + other.double(), \
+                conv_layout(x, w, want.shape)
+
+
+@triton.jit
+def epilogue_check(xindex, xmask, args):
+    """relu(y) * args[1] + args[2], in place on y = args[0], at memory offsets xindex."""
+    v = tl.load(args[0] + xindex, mask=xmask)
+    o = tl.load(args[2] + xindex, mask=xmask)
+    tl.store(args[0] + xindex, tl.maximum(v, 0.0) * args[1] + o, mask=xmask)
 
 
 SORT_CASES = [  # name, shape, dim, op, k, descending/largest

@@ -16,6 +16,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 
+from forgekernel.generate import fuse
 from forgekernel.generate.inductor import LIBRARY_NAMESPACE, Lowered, LoweringError
 
 SUPPORTED_KINDS = ("pointwise", "reduction", "persistent_reduction")
@@ -226,10 +227,13 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
     parts += [code for _, code in split]
     parts.append(_interpret_blocks(pieces))
     parts.append(_externs(wrapper.externs))
-    parts += [k.source for k in wrapper.kernels]
+    body, epilogues, fused = fuse.epilogues(wrapper.body, {k.name: k for k in wrapper.kernels}) \
+        if "conv" in pieces else (wrapper.body, [], [])
+    kernels = [k for k in wrapper.kernels if k.name not in fused]  # the others run as epilogues
+    parts += [k.source for k in kernels] + epilogues
     parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r}"
-                            + (f", rnumel={k.rnumel})" if k.rnumel else ")") for k in wrapper.kernels))
-    parts.append("def _inductor_call(args):\n" + textwrap.indent(wrapper.body, "    "))
+                            + (f", rnumel={k.rnumel})" if k.rnumel else ")") for k in kernels))
+    parts.append("def _inductor_call(args):\n" + textwrap.indent(body, "    "))
     parts.append(_arg_builder(lowered))
     parts.append(_entry(entry, lowered))
     text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
@@ -337,8 +341,8 @@ _LIB_ADAPTER = {
     "baddbmm": ("\ndef _lib_baddbmm(bias, a, b, beta=1, alpha=1):\n"
                 "    return baddbmm(bias, a, b, alpha=alpha, beta=beta)\n"),
     "convolution": ("\ndef _lib_convolution(x, w, bias, stride, padding, dilation, transposed,"
-                    " output_padding, groups):\n    return convolution(x, w, bias, stride, "
-                    "padding, dilation, transposed, output_padding, groups)\n"),
+                    " output_padding, groups, epilogue=None):\n    return convolution(x, w, bias, "
+                    "stride, padding, dilation, transposed, output_padding, groups, epilogue)\n"),
     "sort": "\ndef _lib_sort(x, dim, descending):\n    return sort(x, dim, descending)\n",
     "topk": ("\ndef _lib_topk(x, k, dim, largest, sorted):\n"
              "    return topk(x, k, dim, largest, sorted)\n"),

@@ -143,12 +143,14 @@ def _register(name: str) -> Any:
             return tuple(fresh(o, like) for o in out)
         return like(out)
 
+    # a convolution keeps aten's layout (as the library allocates it), other outputs are contiguous
+    keep = torch.preserve_format if name == "convolution" else torch.contiguous_format
     op = torch.library.custom_op(f"{LIBRARY_NAMESPACE}::{name}", mutates_args=(),
                                  schema=_LIBRARY_SCHEMAS[name])(
-        lambda *a: fresh(compute(*a), lambda o: o.contiguous().clone()))
+        lambda *a: fresh(compute(*a), lambda o: o.clone(memory_format=keep)))
 
     def fake(*a: Any) -> Any:
-        return fresh(compute(*a), lambda o: torch.empty(o.shape, dtype=o.dtype, device=o.device))
+        return fresh(compute(*a), lambda o: torch.empty_like(o, memory_format=keep))
 
     op.register_fake(fake)
     return op

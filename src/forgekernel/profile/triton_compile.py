@@ -144,14 +144,18 @@ def compile_spec(spec: LaunchSpec, arch: int = 90) -> Any:
         if spec.kernel_path not in _COMPILED_MODULES:
             _COMPILED_MODULES[spec.kernel_path] = load_module(
                 Path(spec.kernel_path), name=f"_fk_static_{abs(hash(spec.kernel_path)):x}")
-        jit = _jit_functions(_COMPILED_MODULES[spec.kernel_path]).get(spec.name)
+        jits = _jit_functions(_COMPILED_MODULES[spec.kernel_path])
+        jit = jits.get(spec.name)
         if jit is None:
             raise CaptureError(f"{spec.kernel_path}: kernel {spec.name} is not a module-level "
                                "@triton.jit function, so it cannot be compiled by name")
         target = GPUTarget("cuda", arch, 32)
         backend = make_backend(target)
         binder = _binder(jit, backend)
-        kwargs = dict(spec.kwargs)
+        # a @triton.jit function passed as a constexpr (a fused epilogue) was captured in its
+        # interpreted form: its compiled twin, by name
+        kwargs = {k: jits.get(getattr(getattr(v, "fn", None), "__name__", ""), v)
+                  for k, v in spec.kwargs.items()}
         bound, specialization, options = binder(*spec.args, **kwargs)
         options, signature, constexprs, attrs = jit._pack_args(backend, kwargs, bound,
                                                                specialization, options)

@@ -1,40 +1,30 @@
 """forge library conv: a Triton stand-in for aten.convolution (implicit GEMM).
 
 ``convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding,
-groups)`` has the semantics of ``torch.ops.aten.convolution`` for 1-D, 2-D and 3-D inputs
-(N, C, *spatial): groups, per-dimension stride/padding/dilation, transposed convolution
-with output_padding (weight (Cin, Cout/groups, *k) then), optional bias, any input strides.
-The output is channels-last when the input or the weight is (as aten on the GPU).
+groups)``: ``torch.ops.aten.convolution`` for 1-D, 2-D and 3-D inputs, any strides; the
+output channels-last when the input or the weight is (as aten on the GPU).
 
-One kernel, ``_conv_kernel``, treats every convolution as 3-D (1-D and 2-D get unit leading
-dimensions) and as one GEMM per group: output positions (n, od, oh, ow) flattened are the M
-rows, the group's output channels the N columns, and (kernel tap, input channel of the
-group) the K reduction. Input tiles are gathered with computed indices and masks (padding,
-dilation and, for transposed convolution, positions where (o + pad - k*dil) is not a
-multiple of the stride contribute nothing; a strided transposed convolution without
-dilation is instead split into one stride-1 launch per output phase, whose taps all
-contribute: s^3 launches walking 1/s^3 of the taps), the products run on ``tl.dot`` with fp32
-accumulation, and the bias is added before the store. The weight is repacked once per call
-to [groups, taps * Cin/groups, Cout/groups] so that its tiles load contiguously. K is walked
-tap by tap in blocks of input channels when a group has at least 16 input channels (the
-index arithmetic is per row), else as one flat range of taps x channels (first layers,
-depthwise), so that tiny channel counts do not pad every tap to a 16-deep product. NCDHW
-tensors (positions, not channels, the fast axis) have their tiles moved transposed, so that
-neighbouring threads touch neighbouring positions: the output tile always, the input in
-place for 1x1 kernels and the flat walk, else from a channels-last copy made first (faster
-on the H200 for 3x3, 3x3x3, transposed k4).
+``_conv_kernel`` treats every convolution as 3-D and as one GEMM per group (M: output
+positions, N: the group's output channels, K: taps x the group's input channels), tiles
+gathered with computed indices and masks, products on ``tl.dot`` with fp32 accumulation, the
+bias added before the store, the weight repacked per call to [groups, taps * Cin/groups,
+Cout/groups]. K is walked tap by tap in blocks of input channels (16 or more per group), else
+as one flat taps x channels range. A strided transposed convolution without dilation runs as
+one stride-1 launch per output phase (every tap walked contributes). NCDHW tiles are moved
+transposed (neighbouring threads on neighbouring positions): the output always, the input in
+place for 1x1 kernels and the flat walk, else from a channels-last copy (faster on the H200
+for 3x3, 3x3x3, transposed k4). Thin groups (under 16 output channels and at most 16 input x
+output channels per group: depthwise and the like), where a product tile would be mostly
+padding, run ``_conv_direct_kernel``: multiply-adds over a [positions, channels] tile.
 
-Thin groups (depthwise and the like: under 16 output channels and at most 16 input x output
-channels per group) run ``_conv_direct_kernel`` instead, where a product tile would be mostly
-padding (1 useful column of 16 for depthwise): taps x the group's input channels as plain
-multiply-adds over a [positions, output channels] tile (one channel for NCDHW inputs).
+``epilogue=(fn, args)``: after each tile is stored (and a barrier) ``fn(offsets, mask, (y,
+*args))`` runs on it, offsets counted from y's start (an in-place element-wise pass over the
+output, fused by the generator: its fuse.py).
 
-Knobs (header below): CONV_BLOCK_M/N/K are the tile sizes for large shapes (each clamps to
-the next power of two >= the dimension, at least 16, for small ones), CONV_NUM_WARPS and
-CONV_NUM_STAGES the launch options (warps shrink with small tiles), CONV_ALLOW_TF32 (1: fp32
-inputs use tf32 tensor cores, 0: full-precision "ieee" products), CONV_DIRECT_BLOCK and
-CONV_DIRECT_WARPS the direct kernel's tile (elements) and warps. On the CPU (Triton
-interpreter) bf16/fp16 tiles are upcast to fp32 before the product.
+Knobs (header below): CONV_BLOCK_M/N/K (tile sizes, clamped to the next power of two >= the
+dimension, at least 16), CONV_NUM_WARPS, CONV_NUM_STAGES, CONV_ALLOW_TF32 (1: fp32 inputs on
+tf32 tensor cores, 0: "ieee" products), CONV_DIRECT_BLOCK/WARPS (the direct kernel's tile in
+elements, warps). The CPU interpreter upcasts bf16/fp16 tiles to fp32 before the product.
 """
 
 import math
@@ -148,7 +138,7 @@ def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
                  HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr,
                  M_MAJOR: tl.constexpr, Y_M_MAJOR: tl.constexpr, INDEX64: tl.constexpr,
                  UPCAST: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, y_off, EPI: tl.constexpr, epi_args):
     tiles_n = tl.cdiv(COUT_G, BLOCK_N)
     pid_m = tl.program_id(0) // tiles_n
     g = tl.program_id(1)
@@ -181,11 +171,20 @@ def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
     y_rows = n * s_yn + od * s_yd + oh * s_yh + ow * s_yw
     y_cols = (g * COUT_G + rn) * s_yc
     if Y_M_MAJOR:  # NCDHW output: stored transposed, neighbouring threads on neighbouring positions
-        tl.store(y_ptr + y_rows[None, :] + y_cols[:, None], tl.trans(acc).to(y_ptr.dtype.element_ty),
-                 mask=n_ok[:, None] & m_ok[None, :])
+        offs, mask, acc = y_rows[None, :] + y_cols[:, None], n_ok[:, None] & m_ok[None, :], tl.trans(acc)
     else:
-        tl.store(y_ptr + y_rows[:, None] + y_cols[None, :], acc.to(y_ptr.dtype.element_ty),
-                 mask=m_ok[:, None] & n_ok[None, :])
+        offs, mask = y_rows[:, None] + y_cols[None, :], m_ok[:, None] & n_ok[None, :]
+    _conv_store(y_ptr, offs, mask, acc, y_off, EPI, epi_args)
+
+
+@triton.jit
+def _conv_store(y_ptr, offs, mask, acc, y_off, EPI: tl.constexpr, epi_args):
+    """Store a tile; then the fused epilogue, if any, over its elements (y_off: the offset of
+    y_ptr from the start of the tensor the epilogue indexes, nonzero for a phase's view)."""
+    tl.store(y_ptr + offs, acc.to(y_ptr.dtype.element_ty), mask=mask)
+    if EPI is not None:
+        tl.debug_barrier()  # the tile's stores are seen by every thread of the program
+        EPI(y_off + offs, mask, epi_args)
 
 
 @triton.jit
@@ -193,8 +192,8 @@ def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G,
                         ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
                         s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn,
                         s_yn, s_yc, s_yd, s_yh, s_yw, HAS_BIAS: tl.constexpr,
-                        TRANSPOSED: tl.constexpr, INDEX64: tl.constexpr,
-                        BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr):
+                        TRANSPOSED: tl.constexpr, INDEX64: tl.constexpr, BLOCK_M: tl.constexpr,
+                        BLOCK_C: tl.constexpr, y_off, EPI: tl.constexpr, epi_args):
     """Direct convolution of a [BLOCK_M positions, BLOCK_C output channels] tile: for every
     tap and input channel of the group, one gathered load and one multiply-add (fp32)."""
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -223,8 +222,8 @@ def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G,
     if HAS_BIAS:
         acc += tl.load(bias_ptr + co, mask=c_ok, other=0.0).to(tl.float32)[None, :]
     y_rows = n * s_yn + od * s_yd + oh * s_yh + ow * s_yw
-    tl.store(y_ptr + y_rows[:, None] + (co * s_yc)[None, :], acc.to(y_ptr.dtype.element_ty),
-             mask=m_ok[:, None] & c_ok[None, :])
+    _conv_store(y_ptr, y_rows[:, None] + (co * s_yc)[None, :], m_ok[:, None] & c_ok[None, :], acc,
+                y_off, EPI, epi_args)
 
 
 def _conv_tuple(v, nd, fill):
@@ -304,7 +303,7 @@ def _conv_alloc(x, weight, shape):
     return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=fmt)
 
 
-def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed):
+def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed, epi, y_off=0):
     """One launch of _conv_kernel: x, y seen as 3-D convolutions, wp the packed weight."""
     (nb, _, i_d, i_h, i_w), xst = _conv_as3d(x, nd)
     (_, _, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
@@ -315,18 +314,18 @@ def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed):
     bk = _conv_block(kred if flat else cin_g, knobs[2])
     fp32 = x.dtype == torch.float32
     _conv_kernel[(triton.cdiv(m, bm) * triton.cdiv(cout_g, bn), groups)](
-        x, wp, bias if bias is not None else y, y, m, cout_g, cin_g, kred,
+        x, wp if wp.numel() else y, bias if bias is not None else y, y, m, cout_g, cin_g, kred,
         i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
         HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
         M_MAJOR=_conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst),
         Y_M_MAJOR=_conv_m_major((nb, y.shape[1], o_d, o_h, o_w), yst),
         INDEX64=max(_conv_span(x), _conv_span(y)) >= 2**31, UPCAST=x.device.type == "cpu" and not fp32,
         PRECISION="ieee" if fp32 and not CONV_ALLOW_TF32 else "tf32",
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_warps=min(CONV_NUM_WARPS, max(1, bm * bn // 256)),
-        num_stages=CONV_NUM_STAGES)
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, y_off=y_off, EPI=epi[0], epi_args=epi[1],
+        num_warps=min(CONV_NUM_WARPS, max(1, bm * bn // 256)), num_stages=CONV_NUM_STAGES)
 
 
-def _conv_direct_launch(x, wp, bias, y, nd, cin_g, k3, s3, p3, d3, transposed):
+def _conv_direct_launch(x, wp, bias, y, nd, cin_g, k3, s3, p3, d3, transposed, epi):
     """One launch of _conv_direct_kernel (any layout: NCDHW tiles one channel per program)."""
     (nb, _, i_d, i_h, i_w), xst = _conv_as3d(x, nd)
     (_, cout, o_d, o_h, o_w), yst = _conv_as3d(y, nd)
@@ -340,12 +339,14 @@ def _conv_direct_launch(x, wp, bias, y, nd, cin_g, k3, s3, p3, d3, transposed):
         x, wp, bias if bias is not None else y, y, m, cout, wp.shape[2], cin_g,
         i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
         HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed),
-        INDEX64=max(_conv_span(x), _conv_span(y)) >= 2**31, BLOCK_M=bm, BLOCK_C=bc,
-        num_warps=min(CONV_DIRECT_WARPS, max(1, bm * bc // 128)))
+        INDEX64=max(_conv_span(x), _conv_span(y)) >= 2**31, BLOCK_M=bm, BLOCK_C=bc, y_off=0,
+        EPI=epi[0], epi_args=epi[1], num_warps=min(CONV_DIRECT_WARPS, max(1, bm * bc // 128)))
 
 
-def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """aten.convolution: (N, Cin, *sp) * weight -> (N, Cout, *out_sp) in x's dtype."""
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                epilogue=None):
+    """aten.convolution: (N, Cin, *sp) * weight -> (N, Cout, *out_sp) in x's dtype; then
+    ``epilogue`` (fn, args), if given, fused over the output (module docstring)."""
     nd = x.dim() - 2
     if nd not in (1, 2, 3) or weight.dim() != x.dim():
         raise RuntimeError(f"convolution of a {x.dim()}-D input by a {weight.dim()}-D weight")
@@ -362,27 +363,29 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     y = _conv_alloc(x, weight, (x.shape[0], cout, *osz[3 - nd:]))
     if y.numel() == 0:
         return y
+    epi = (None, (0,)) if epilogue is None else (epilogue[0], (y, *epilogue[1]))
     if cout // groups < 16 and cin_g * (cout // groups) <= 16:  # thin groups: no product tiles
         _conv_direct_launch(x, _conv_pack(weight, groups, transposed), bias, y, nd, cin_g, k3,
-                            s3, p3, d3, transposed)
+                            s3, p3, d3, transposed, epi)
         return y
     xg = _conv_gatherable(x, nd, cin_g, k3)
     if transposed and max(s3) > 1 and d3 == (1, 1, 1):
-        _conv_phases(xg, weight, bias, y, nd, groups, cin_g, k3, s3, p3)
+        _conv_phases(xg, weight, bias, y, nd, groups, cin_g, k3, s3, p3, epi)
         return y
     wp = _conv_pack(weight, groups, transposed)
-    _conv_launch(xg, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed)
+    _conv_launch(xg, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed, epi)
     return y
 
 
-def _conv_phases(x, weight, bias, y, nd, groups, cin_g, k3, s3, p3):
+def _conv_phases(x, weight, bias, y, nd, groups, cin_g, k3, s3, p3, epi):
     """A strided transposed convolution as one stride-1 transposed convolution per output phase.
 
     Output o (per dimension) receives input i through tap k when o + pad - k = i * s, so the
     outputs o = o0 + t*s of one phase o0 use only the taps k = k0 + j*s with k0 = (o0 + pad)
     mod s, and read i = t - j + c with c = (o0 + pad - k0) / s (>= 0): a transposed
     convolution with stride 1 and padding c over the sub-sampled kernel, written into the
-    strided view of y. Every tap walked contributes, instead of 1 in s per dimension."""
+    strided view of y. Every tap walked contributes, instead of 1 in s per dimension; a phase
+    no tap reaches (kernel smaller than the stride) is a launch of no steps (bias only)."""
     lead = (slice(None), slice(None))
     for phase in range(s3[0] * s3[1] * s3[2]):
         o0 = (phase // (s3[1] * s3[2]), (phase // s3[2]) % s3[1], phase % s3[2])
@@ -392,9 +395,6 @@ def _conv_phases(x, weight, bias, y, nd, groups, cin_g, k3, s3, p3):
         if yv.numel() == 0:
             continue
         wv = weight[lead + tuple(slice(k, None, st) for k, st in zip(k0[3 - nd:], s3[3 - nd:], strict=True))]
-        if wv.numel() == 0:  # no tap reaches this phase (kernel smaller than the stride)
-            yv.copy_(bias.view(-1, *(1,) * nd).expand_as(yv) if bias is not None else torch.zeros_like(yv))
-            continue
-        kv = tuple(-(-(k - k_0) // st) for k, k_0, st in zip(k3, k0, s3, strict=True))
+        kv = tuple(max(0, -(-(k - k_0) // st)) for k, k_0, st in zip(k3, k0, s3, strict=True))
         _conv_launch(x, _conv_pack(wv, groups, True), bias, yv, nd, groups, cin_g, kv,
-                     (1, 1, 1), c, (1, 1, 1), True)
+                     (1, 1, 1), c, (1, 1, 1), True, epi, yv.storage_offset() - y.storage_offset())
