@@ -26,6 +26,8 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
+from forgekernel.generate.classify import thin_group
+
 LIB = Path(__file__).resolve().parents[1] / "src" / "forgekernel" / "generate" / "library"
 GEMM_KNOBS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES
     None, (128, 128, 64, 8, 8, 3), (128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 4, 4),
@@ -166,7 +168,7 @@ def conv_layout_rows(name, xs, ws, s, p, tr, g, dt, layout, quick):
     d_ref = device_ms(lambda: torch.ops.aten.convolution(x, w, *args))
     yield {**base, "impl": "torch", "ms": t_ref, "device_ms": d_ref,
            "tflops": 2 * macs / t_ref / 1e9}
-    thin = (ws[1] if tr else ws[0] // g) < 16 and ws[0] // g * ws[1] <= 16  # conv.py's thin-group rule
+    thin = thin_group(ws[0] // g if tr else ws[1], ws[1] if tr else ws[0] // g)
     names = ("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS") if thin else (
         "CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "CONV_NUM_WARPS", "CONV_NUM_STAGES")
     points = DIRECT_KNOBS if thin else CONV_KNOBS

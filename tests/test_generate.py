@@ -1058,3 +1058,30 @@ def test_a_fused_convolution_passes_the_judge_and_compiles_for_sm90(tmp_path):
     proc = subprocess.run([sys.executable, "-c", STATIC_FUSED, task.root, str(tmp_path / "work" / "kernel.py")],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0 and "compiled _conv_kernel" in proc.stdout, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("cin_g", "cout_g", "groups"), [
+    (1, 1, 8), (1, 2, 4), (1, 15, 2), (1, 16, 2), (2, 8, 3), (2, 9, 1), (4, 4, 2), (3, 6, 1),
+    (16, 1, 1), (17, 1, 1), (8, 16, 1)])
+def test_the_thin_group_rule_is_the_one_conv_py_follows(cin_g, cout_g, groups, tmp_path):
+    """classify.thin_group (which picks the knobs to search) and library/conv.py (pasted into
+    candidates, never imported) choose the same kernel, for plain and transposed convolutions."""
+    import importlib.util
+
+    import torch
+
+    from forgekernel.generate import library
+    from forgekernel.generate.classify import thin_group
+
+    (tmp_path / "conv.py").write_text(library.source("conv"))  # @triton.jit reads its file
+    spec = importlib.util.spec_from_file_location("conv_rule", tmp_path / "conv.py")
+    conv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conv)
+    ran = []
+    conv._conv_direct_launch = lambda *a: ran.append("direct")
+    conv._conv_launch = lambda *a: ran.append("tiles")
+    x = torch.zeros(1, cin_g * groups, 5, 5)
+    for weight, transposed in ((torch.zeros(cout_g * groups, cin_g, 3, 3), False),
+                               (torch.zeros(cin_g * groups, cout_g, 3, 3), True)):
+        conv.convolution(x, weight, None, 1, 1, 1, transposed, 0, groups)
+    assert ran == ["direct" if thin_group(cin_g, cout_g) else "tiles"] * 2

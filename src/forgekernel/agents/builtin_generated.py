@@ -242,8 +242,10 @@ def _kinds(text: str, conv_groups: tuple[tuple[int, int], ...] = ()) -> tuple[st
     if any(kind in ("reduction", "persistent_reduction") for kind, _ in launches):
         found.append("reduction")
     found += [k for k, mark in (("gemm", "GEMM_BLOCK_M"), ("conv", "CONV_BLOCK_M")) if mark in text]
-    if "conv" in found and conv_groups:  # which kernels of conv.py run (its thin-group rule)
-        thin = [cout < 16 and cin * cout <= 16 for cin, cout in conv_groups]
+    if "conv" in found and conv_groups:  # which kernels of conv.py run
+        from forgekernel.generate.classify import thin_group
+
+        thin = [thin_group(cin, cout) for cin, cout in conv_groups]
         at = found.index("conv")
         found[at:at + 1] = (["conv"] if not all(thin) else []) + (["conv_direct"] if any(thin) else [])
     return tuple(found)

@@ -89,6 +89,13 @@ def trace(fn: Callable[..., Any], args: list[Any]) -> OpGraph:
                    tuple(float(f"{v:.6g}") for v, _ in small.most_common()), tuple(convs))
 
 
+def thin_group(cin_g: int, cout_g: int) -> bool:
+    """Whether the library's convolution runs its direct kernel for groups of these channel
+    counts rather than product tiles (the rule written in library/conv.py, which forge pastes
+    into candidates and never imports: tests/test_generate.py checks that the two agree)."""
+    return cout_g < 16 and cin_g * cout_g <= 16
+
+
 def _conv_group(weight: Any, transposed: bool, groups: int) -> tuple[int, int]:
     """(input, output) channels per group of aten.convolution with this weight shape."""
     if transposed:  # weight (Cin, Cout/groups, *k)

@@ -60,11 +60,11 @@ def _fusion(lines: list[str], i: int, kernels: Mapping[str, Any]) -> tuple[list[
     aliases, sizes, shapes = {conv.group(1)}, [], []
     for j in range(i + 1, len(lines)):
         s = lines[j].strip()
-        alias, size, run = ALIAS.match(s), SIZE.match(s), RUN.match(s)
+        alias, size, run, check = ALIAS.match(s), SIZE.match(s), RUN.match(s), SHAPE_CHECK.match(s)
         if alias and alias.group(2) in aliases:
             aliases.add(alias.group(1))
-        elif SHAPE_CHECK.match(s) and SHAPE_CHECK.match(s).group(1) in aliases:
-            shapes.append(_offset(s, SHAPE_CHECK.match(s).end()))
+        elif check and check.group(1) in aliases:
+            shapes.append(_offset(s, check.end()))
         elif KEEP.match(s):
             continue
         elif size and all(SIZE_NAMES.match(n) for n in re.findall(r"[A-Za-z_]\w*", size.group(2))):

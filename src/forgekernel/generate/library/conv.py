@@ -93,6 +93,12 @@ def _conv_cols(v, M_MAJOR: tl.constexpr):
 
 
 @triton.jit
+def _conv_position(rm, OD, OH, OW):
+    """(n, od, oh, ow) of flattened output positions ``rm``."""
+    return rm // (OW * OH * OD), (rm // (OW * OH)) % OD, (rm // OW) % OH, rm % OW
+
+
+@triton.jit
 def _conv_a_tile(x_ptr, x_rows, m_ok, od, oh, ow, it, CIN_G, KRED, ID, IH, IW, KH, KW,
                  sd, sh, sw, pd, ph, pw, dd, dh, dw, s_xc, s_xd, s_xh, s_xw,
                  TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr, M_MAJOR: tl.constexpr,
@@ -149,10 +155,7 @@ def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
     if INDEX64:  # offsets past 2**31 elements
         rm = rm.to(tl.int64)
         g = g.to(tl.int64)
-    ow = rm % OW
-    oh = (rm // OW) % OH
-    od = (rm // (OW * OH)) % OD
-    n = rm // (OW * OH * OD)
+    n, od, oh, ow = _conv_position(rm, OD, OH, OW)
     x_rows = n * s_xn + g * CIN_G * s_xc
     w_cols = w_ptr + g * s_wg + rn[None, :] * s_wn
     steps = tl.cdiv(KRED, BLOCK_K) if FLAT_K else KD * KH * KW * tl.cdiv(CIN_G, BLOCK_K)
@@ -200,12 +203,8 @@ def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G,
     co = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     m_ok, c_ok = rm < M, co < COUT
     if INDEX64:
-        rm = rm.to(tl.int64)
-        co = co.to(tl.int64)
-    ow = rm % OW
-    oh = (rm // OW) % OH
-    od = (rm // (OW * OH)) % OD
-    n = rm // (OW * OH * OD)
+        rm, co = rm.to(tl.int64), co.to(tl.int64)
+    n, od, oh, ow = _conv_position(rm, OD, OH, OW)
     g = co // COUT_G
     x_base = x_ptr + (n * s_xn)[:, None] + (g * CIN_G * s_xc)[None, :]
     w_base = w_ptr + g * s_wg + (co - g * COUT_G) * s_wn
