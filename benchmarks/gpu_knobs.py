@@ -20,7 +20,6 @@ import argparse
 import datetime
 import importlib.util
 import json
-import re
 import sys
 import tempfile
 import time
@@ -43,33 +42,17 @@ def _load(path: Path, name: str):
     return module
 
 
-SIZE_PARAM = re.compile(r"^(ks\d+|[xyz]numel|r0_numel)$")
-
-
-def specialised(text: str) -> str:
-    """``text`` with every size parameter of its Inductor kernels made a ``tl.constexpr``
-    (rebound to a scalar tensor of the type Triton gives an int argument): Triton then
-    compiles one kernel per distinct size, as torch.compile's static shapes do, and an index
-    division by a size becomes a division by a constant."""
-    def sig(m: re.Match) -> str:
-        params = [p.strip() for p in m.group(2).split(",")]
-        sizes = [p for p in params if SIZE_PARAM.match(p)]
-        params = [f"{p}_c: tl.constexpr" if p in sizes else p for p in params]
-        rebind = "".join(f"\n    {p} = tl.to_tensor({p}_c)" for p in sizes)
-        return f"{m.group(1)}({', '.join(params)}):{rebind}"
-    return re.sub(r"^(def triton_\w+_jit)\(([^)]*)\):", sig, text, flags=re.M)
-
-
 def _points(gen) -> list[dict[str, int]]:
-    """The defaults, the defaults with sizes specialised (``SPECIALISE``: not a knob of the
-    candidate, a rewrite of its kernels' signatures), then each knob of each tuning group
-    moved alone through its space."""
+    """The defaults, the sizes specialised (RT_SPECIALIZE, when Inductor's kernels take sizes),
+    then each other knob of each tuning group moved alone through its space."""
     defaults = {k.name: k.default for k in gen.template.knobs}
-    points = [{}, {"SPECIALISE": 1}]
+    points = [{}]
+    if "RT_SPECIALIZE" in defaults:
+        points.append({"RT_SPECIALIZE": 1 - defaults["RT_SPECIALIZE"]})
     for group in builtin_generated.tuning_groups(gen):
         for name in group:
             space = builtin_generated.KNOB_SPACES.get(name, ())
-            points += [{name: v} for v in space if v != defaults.get(name)]
+            points += [{name: v} for v in space if v != defaults.get(name) and name != "RT_SPECIALIZE"]
     return points
 
 
@@ -123,9 +106,7 @@ def sweep(py: Path, work: Path, deadline: float) -> dict:
 
 
 def _variant(gen, knobs, path, init, ref, inputs, expect, row) -> dict:
-    plain = {k: x for k, x in knobs.items() if k != "SPECIALISE"}
-    text = with_values(gen.text, plain) if plain else gen.text
-    path.write_text(specialised(text) if knobs.get("SPECIALISE") else text)
+    path.write_text(with_values(gen.text, knobs) if knobs else gen.text)
     v = {"knobs": knobs}
     try:
         mod = _load(path, path.stem)

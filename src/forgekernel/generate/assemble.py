@@ -174,6 +174,22 @@ def _kernel(node: ast.Assign, number: int) -> Kernel:
                   int(fixed.group(1)) if fixed and "r0_numel" not in signature else None)
 
 
+_SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r0_numel")
+
+
+def _sized(source: str) -> str:
+    """The kernel with its size parameters renamed ``*_c`` and rebound, as ``tl.to_tensor``,
+    to the scalar Triton passes for an int argument: the runtime's RT_SPECIALIZE knob makes
+    a twin whose ``*_c`` are constexprs, and the body reads the same either way."""
+    def signature(m: re.Match) -> str:
+        params = [p.strip() for p in m.group(2).split(",")]
+        sizes = [p for p in params if _SIZE_PARAM.fullmatch(p)]
+        params = [f"{p}_c" if p in sizes else p for p in params]
+        rebind = "".join(f"\n    {p} = tl.to_tensor({p}_c)" for p in sizes)
+        return f"{m.group(1)}({', '.join(params)}):{rebind}"
+    return re.sub(r"^(def \w+_jit)\(([^)]*)\):", signature, source, count=1, flags=re.M)
+
+
 def _dict_item(node: ast.AST, key: str) -> ast.AST:
     if isinstance(node, ast.Dict):
         for k, v in zip(node.keys, node.values, strict=True):
@@ -230,7 +246,7 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
     body, epilogues, fused = fuse.epilogues(wrapper.body, {k.name: k for k in wrapper.kernels}) \
         if "conv" in pieces else (wrapper.body, [], [])
     kernels = [k for k in wrapper.kernels if k.name not in fused]  # the others run as epilogues
-    parts += [k.source for k in kernels] + epilogues
+    parts += [_sized(k.source) for k in kernels] + epilogues
     parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r}"
                             + (f", rnumel={k.rnumel})" if k.rnumel else ")") for k in kernels))
     parts.append("def _inductor_call(args):\n" + textwrap.indent(body, "    "))

@@ -6,10 +6,11 @@ output channels-last when the input or the weight is (as aten on the GPU).
 
 ``_conv_kernel`` treats every convolution as 3-D and as one GEMM per group (M: output
 positions, N: the group's output channels, K: taps x the group's input channels), tiles
-gathered with computed indices and masks, products on ``tl.dot`` with fp32 accumulation, the
-bias added before the store, the weight repacked per call to [groups, taps * Cin/groups,
-Cout/groups]. K is walked tap by tap in blocks of input channels (16 or more per group), else
-as one flat taps x channels range. A strided transposed convolution without dilation runs as
+gathered with computed indices and masks (the geometry, kernel size, stride, padding,
+dilation and channels per group, are constexprs: index divisions by constants), products on
+``tl.dot`` with fp32 accumulation, the bias added before the store, the weight repacked per
+call to [groups, taps * Cin/groups, Cout/groups]. K is walked tap by tap in blocks of input
+channels (16 or more per group), else as one flat taps x channels range. A strided transposed convolution without dilation runs as
 one stride-1 launch per output phase (every tap walked contributes). NCDHW tiles are moved
 transposed (neighbouring threads on neighbouring positions): the output always, the input in
 place for 1x1 kernels and the flat walk, else from a channels-last copy (faster on the H200
@@ -45,8 +46,7 @@ CONV_DIRECT_WARPS = 4
 # --- end ---
 
 _conv_flat_below = 16  # input channels per group under which K is one flat taps x channels range
-# Under the CPU interpreter every tile op is one NumPy call whatever the tile's size, so the
-# cost is the number of programs x steps: much larger tiles there (same code and masks).
+# The CPU interpreter pays per program x step, not per element: much larger tiles there.
 _conv_cpu_blocks = (1024, 128, 128)
 _conv_cpu_direct = 65536
 
@@ -138,9 +138,10 @@ def _conv_a_tile(x_ptr, x_rows, m_ok, od, oh, ow, it, CIN_G, KRED, ID, IH, IW, K
 
 
 @triton.jit
-def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G, KRED,
-                 ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
-                 s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn, s_yn, s_yc, s_yd, s_yh, s_yw,
+def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G: tl.constexpr, KRED: tl.constexpr, ID, IH, IW,
+                 OD, OH, OW, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, sd: tl.constexpr, sh: tl.constexpr,
+                 sw: tl.constexpr, pd: tl.constexpr, ph: tl.constexpr, pw: tl.constexpr, dd: tl.constexpr,
+                 dh: tl.constexpr, dw: tl.constexpr, s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn, s_yn, s_yc, s_yd, s_yh, s_yw,
                  HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr,
                  M_MAJOR: tl.constexpr, Y_M_MAJOR: tl.constexpr, INDEX64: tl.constexpr,
                  UPCAST: tl.constexpr, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -191,9 +192,10 @@ def _conv_store(y_ptr, offs, mask, acc, y_off, EPI: tl.constexpr, epi_args):
 
 
 @triton.jit
-def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G,
-                        ID, IH, IW, OD, OH, OW, KD, KH, KW, sd, sh, sw, pd, ph, pw, dd, dh, dw,
-                        s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn,
+def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G: tl.constexpr, ID, IH, IW,
+                        OD, OH, OW, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, sd: tl.constexpr,
+                        sh: tl.constexpr, sw: tl.constexpr, pd: tl.constexpr, ph: tl.constexpr, pw: tl.constexpr,
+                        dd: tl.constexpr, dh: tl.constexpr, dw: tl.constexpr, s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn,
                         s_yn, s_yc, s_yd, s_yh, s_yw, HAS_BIAS: tl.constexpr,
                         TRANSPOSED: tl.constexpr, INDEX64: tl.constexpr, BLOCK_M: tl.constexpr,
                         BLOCK_C: tl.constexpr, y_off, EPI: tl.constexpr, epi_args):
@@ -260,8 +262,7 @@ def _conv_pack(weight, groups, transposed):
     """Weight as [groups, taps * Cin/groups, Cout/groups] (tap-major, channel-minor rows)."""
     kvol = math.prod(weight.shape[2:])
     w = weight.reshape(groups, weight.shape[0] // groups, weight.shape[1], kvol)
-    # transposed: (Cin, Cout/g, *k) -> (g, Cin/g, Cout/g, taps) -> (g, taps, Cin/g, Cout/g)
-    # otherwise:  (Cout, Cin/g, *k) -> (g, Cout/g, Cin/g, taps) -> (g, taps, Cin/g, Cout/g)
+    # (Cin, Cout/g, *k) transposed, else (Cout, Cin/g, *k) -> (g, taps, Cin/g, Cout/g)
     w = w.permute(0, 3, 1, 2) if transposed else w.permute(0, 3, 2, 1)
     return w.reshape(groups, kvol * w.shape[2], w.shape[3])
 
