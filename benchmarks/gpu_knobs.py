@@ -20,6 +20,7 @@ import argparse
 import datetime
 import importlib.util
 import json
+import re
 import sys
 import tempfile
 import time
@@ -43,16 +44,17 @@ def _load(path: Path, name: str):
 
 
 def _points(gen) -> list[dict[str, int]]:
-    """The defaults, the sizes specialised (RT_SPECIALIZE, when Inductor's kernels take sizes),
-    then each other knob of each tuning group moved alone through its space."""
+    """The defaults; the same kernels with their sizes as plain arguments (``GENERIC_SIZES``: not
+    a knob, a rewrite of the signatures back to one compiled kernel for every size); then each
+    knob of each tuning group moved alone through its space."""
     defaults = {k.name: k.default for k in gen.template.knobs}
     points = [{}]
-    if "RT_SPECIALIZE" in defaults:
-        points.append({"RT_SPECIALIZE": 1 - defaults["RT_SPECIALIZE"]})
+    if re.search(r"\w_c: tl\.constexpr", gen.text):
+        points.append({"GENERIC_SIZES": 1})
     for group in builtin_generated.tuning_groups(gen):
         for name in group:
             space = builtin_generated.KNOB_SPACES.get(name, ())
-            points += [{name: v} for v in space if v != defaults.get(name) and name != "RT_SPECIALIZE"]
+            points += [{name: v} for v in space if v != defaults.get(name)]
     return points
 
 
@@ -106,7 +108,11 @@ def sweep(py: Path, work: Path, deadline: float) -> dict:
 
 
 def _variant(gen, knobs, path, init, ref, inputs, expect, row) -> dict:
-    path.write_text(with_values(gen.text, knobs) if knobs else gen.text)
+    plain = {k: x for k, x in knobs.items() if k != "GENERIC_SIZES"}
+    text = with_values(gen.text, plain) if plain else gen.text
+    if knobs.get("GENERIC_SIZES"):
+        text = re.sub(r"\b(\w+_c): tl\.constexpr", r"\1", text)
+    path.write_text(text)
     v = {"knobs": knobs}
     try:
         mod = _load(path, path.stem)

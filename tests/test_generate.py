@@ -985,7 +985,7 @@ def k0_jit(in_out_ptr0, in_ptr0, ks0, xnumel, XBLOCK : tl.constexpr):
 ])
 def test_fusion_is_made_only_where_the_epilogue_works_in_place_in_memory_order(offset, extra, fused):
     from forgekernel.generate import fuse
-    from forgekernel.generate.assemble import Kernel
+    from forgekernel.generate.kernels import Kernel
 
     source = FUSE_KERNEL.replace("OFFSET", offset) + extra
     kernel = Kernel("k0", "pointwise", {"in_out_ptr0": "*fp32", "in_ptr0": "*fp32", "ks0": "i64",

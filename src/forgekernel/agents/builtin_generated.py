@@ -36,7 +36,6 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "RT_RED_OUTER_XBLOCK": (8, 16, 32, 64, 128),
     "RT_RED_OUTER_RBLOCK": (4, 8, 16, 32, 64),
     "RT_RED_WARPS": (2, 4, 8, 16),
-    "RT_SPECIALIZE": (0, 1),
     "GEMM_BLOCK_M": (32, 64, 128, 256),
     "GEMM_BLOCK_N": (32, 64, 128, 256),
     "GEMM_BLOCK_K": (16, 32, 64, 128),
@@ -62,7 +61,6 @@ KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
              ("CONV_NUM_WARPS",)),
     "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"),),
-    "sized": (("RT_SPECIALIZE",),),
 }
 """Knobs swept together in one tuning row, by the kind of kernel they shape."""
 
@@ -76,7 +74,7 @@ class Generated:
     library: tuple[str, ...]
     kinds: tuple[str, ...]
     """Kernel kinds present: pointwise, tiled, reduction, gemm, conv, conv_direct (their knobs
-    matter), and sized when Inductor's kernels take sizes (compiled per size or not)."""
+    matter)."""
     template: templates.Template
     graph: str
     launches: int
@@ -250,8 +248,6 @@ def _kinds(text: str, conv_groups: tuple[tuple[int, int], ...] = ()) -> tuple[st
         thin = [thin_group(cin, cout) for cin, cout in conv_groups]
         at = found.index("conv")
         found[at:at + 1] = (["conv"] if not all(thin) else []) + (["conv_direct"] if any(thin) else [])
-    if any(re.search(r"\w_c\b", sig) for sig in re.findall(r"^def \w+_jit\(([^)]*)\)", text, re.M)):
-        found.append("sized")
     return tuple(found)
 
 

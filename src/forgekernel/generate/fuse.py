@@ -40,7 +40,7 @@ FORBIDDEN = ("XBLOCK", "xnumel", "xoffset", "program_id", "tl.arange")
 
 def epilogues(body: str, kernels: Mapping[str, Any]) -> tuple[str, list[str], list[str]]:
     """(the body with fusions made, the epilogue functions' sources, the fused kernels' names);
-    ``kernels``: Inductor's kernels by name (assemble.Kernel: kind, signature, source)."""
+    ``kernels``: Inductor's kernels by name (kernels.Kernel: kind, signature, source)."""
     lines, sources, fused = body.splitlines(), [], []
     i = 0
     while i < len(lines):

@@ -3,16 +3,13 @@
 Pasted by forgekernel.generate.assemble into a generated candidate (which must not import
 forgekernel). It launches each Triton kernel with block sizes and warps chosen here from
 the kernel's kind, Inductor's reduction hint and the sizes of this call (the knobs below
-are what forge's search tunes; RT_SPECIALIZE compiles the kernels for each call's sizes), provides the few helpers Inductor's wrapper code calls
+are what forge's search tunes). The kernels take their sizes as constexprs: Triton compiles
+them once per distinct size, as torch.compile's static shapes do, so that index arithmetic
+divides by constants; a new size costs one compile), provides the few helpers Inductor's wrapper code calls
 (buffer allocation on the inputs' device, strided views). What the Triton CPU interpreter
 needs besides (libdevice's math, fast reductions and scans) is in the interpret file, pasted
 after this one.
 """
-
-import inspect
-import linecache
-import re
-import textwrap
 
 import torch
 import triton
@@ -29,7 +26,6 @@ RT_RED_TILE = 4096
 RT_RED_OUTER_XBLOCK = 64
 RT_RED_OUTER_RBLOCK = 8
 RT_RED_WARPS = 8
-RT_SPECIALIZE = 0
 # --- end ---
 
 _RT_GRID_Y_MAX = 65535
@@ -259,8 +255,6 @@ class _RtLaunch:
 
     def __init__(self, fn, kind, signature, hint, rnumel=None):
         self.fn, self.kind, self.hint, self.rnumel = fn, kind, hint, rnumel
-        if RT_SPECIALIZE and any(p.endswith("_c") for p in inspect.signature(fn.fn).parameters):
-            self.fn = _rt_sized(fn)
         # every parameter but the launch blocks comes from the call (a size Inductor made a
         # constexpr, xnumel = 1 of a full reduction, included)
         self.params = [k for k in signature if k not in _RT_BLOCKS]
@@ -284,25 +278,6 @@ class _RtLaunch:
                 raise ValueError("this kernel was generated with 32-bit indexing; a tensor of "
                                  "more than 2**31 elements needs a 64-bit variant")
         self.fn[grid](*args, num_warps=warps, **meta)
-
-
-def _rt_sized(jit):
-    """``jit`` made again with its size parameters (named ``*_c``) as constexprs: Triton then
-    compiles it once per distinct size, and an index division by a size becomes a division
-    by a constant (as with static shapes). Defined beside it, named ``<name>_sized``."""
-    fn = jit.fn
-    src = textwrap.dedent(inspect.getsource(fn))
-    src = src[src.index("def "):]
-    head = re.match(r"def (\w+)\(([^)]*)\):", src)
-    params = [p.strip() for p in head.group(2).split(",")]
-    params = [f"{p}: tl.constexpr" if p.endswith("_c") and ":" not in p else p for p in params]
-    name = f"{head.group(1)}_sized"
-    src = f"def {name}({', '.join(params)}):" + src[head.end():]
-    where = f"<forge sized kernel {name}>"
-    linecache.cache[where] = (len(src), None, src.splitlines(True), where)
-    exec(compile(src, where, "exec"), fn.__globals__)  # noqa: S102 - this file's own kernel
-    fn.__globals__[name] = triton.jit(fn.__globals__[name])
-    return fn.__globals__[name]
 
 
 _RT_DEVICE = ["cpu"]
