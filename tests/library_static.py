@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -24,6 +25,9 @@ from forgekernel.profile.static import _from_compiled
 from forgekernel.task import load_module
 
 LIB = Path(__file__).resolve().parents[1] / "src" / "forgekernel" / "generate" / "library"
+INT_DIVISION = re.compile(r"\b(?:div|rem)\.[su](?:32|64)\b")
+"""Integer division and remainder in the PTX (each dozens of instructions: by a size known
+only at run time; by a constexpr they become multiplies and shifts)."""
 
 
 def meta(*shape: int, dtype=torch.bfloat16, layout: str = "") -> torch.Tensor:
@@ -112,11 +116,13 @@ def main(argv: list[str]) -> int:
             for spec in capture(file, call, knobs):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    k = _from_compiled(spec, tc.compile_spec(spec, 90), 90)
+                    compiled = tc.compile_spec(spec, 90)
+                    k = _from_compiled(spec, compiled, 90)
                 config = {key: v for key, v in spec.kwargs.items() if not hasattr(v, "dtype")}
                 print(json.dumps({"file": file, "case": label, "kernel": k.name, "regs": k.regs,
                                   "smem_bytes": k.smem_bytes, "spill_stores": k.spill_stores,
                                   "spill_loads": k.spill_loads, "uses_wgmma": k.uses_wgmma,
+                                  "int_divisions": len(INT_DIVISION.findall(compiled.asm["ptx"])),
                                   "config": config}), flush=True)
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -462,6 +463,41 @@ def test_a_max_pool_1d_keeps_its_length_symbolic(tmp_path):
     task = _converted(tmp_path, MAX_POOL_1D)
     assert len({w.axes["sequence_length"] for w in task.workloads}) > 1
     _generate_and_judge(task, tmp_path)
+
+
+STATIC_DIVISIONS = """
+import re, sys
+from pathlib import Path
+from forgekernel.profile import triton_compile as tc
+from forgekernel.task import load_task
+task = load_task(sys.argv[1])
+specs, _ = tc.capture_specs(task, Path(sys.argv[2]), tuple(w for w in task.workloads if w.smoke)[:1])
+for spec in specs:
+    ptx = tc.compile_spec(spec).asm["ptx"]
+    print(spec.name, len(re.findall(r"\\b(?:div|rem)\\.[su](?:32|64)\\b", ptx)))
+"""
+
+
+def test_generated_kernels_compile_their_sizes_in(tmp_path):
+    """The pooling window's index arithmetic divides by the sequence length: with the sizes
+    passed as constexprs (one compiled kernel per size, as torch.compile's static shapes) the
+    sm_90 code divides by constants only, and the candidate, recompiled at each workload's
+    sizes, still passes the judge at every visible and hidden workload. With the sizes as
+    plain arguments the same kernel divides at run time (the check can fail)."""
+    task = _converted(tmp_path, MAX_POOL_1D)
+    _generate_and_judge(task, tmp_path, lambda text: "ks0_c: tl.constexpr" in text)
+    kernel = tmp_path / "work" / "kernel.py"
+    generic = tmp_path / "generic.py"
+    generic.write_text(re.sub(r"\b(\w+_c): tl\.constexpr", r"\1", kernel.read_text()))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CUDA_VISIBLE_DEVICES": ""}
+    env.pop("TRITON_INTERPRET", None)
+    divisions = []
+    for path in (kernel, generic):
+        proc = subprocess.run([sys.executable, "-c", STATIC_DIVISIONS, task.root, str(path)],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        divisions.append(sum(int(line.split()[-1]) for line in proc.stdout.splitlines()))
+    assert divisions[0] == 0 < divisions[1], divisions
 
 
 CONV3D_MEAN = '''import torch
