@@ -30,7 +30,7 @@ CHECK = REPO / "tests" / "library_check.py"
 STATIC = REPO / "tests" / "library_static.py"
 SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM_GROUP_M": 2,
                "GEMM_ALLOW_TF32": 0, "_gemm_grid_y_max": 2, "CONV_BLOCK_M": 16,
-               "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0,
+               "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0, "CONV_COPY_NHWC": 0,
                "SORT_MAX_ROW": 64, "SCATTER_BLOCK": 16,
                # the interpreter's own tile sizes (the GPU knobs above do not apply there)
                "_gemm_cpu_blocks": [16, 16, 16], "_conv_cpu_blocks": [16, 16, 16], "_conv_cpu_direct": 64}
@@ -39,7 +39,7 @@ KNOBS = {
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
     "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
              "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1", "CONV_DIRECT_BLOCK = ",
-             "CONV_DIRECT_WARPS = "),
+             "CONV_DIRECT_WARPS = ", "CONV_COPY_NHWC = 1"),
     "sort": ("SORT_MAX_ROW = ", "SORT_PROGRAM_ELEMS = "),
     "scatter": ("SCATTER_BLOCK = ",),
 }

@@ -47,6 +47,7 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "CONV_BLOCK_K": (16, 32, 64),
     "CONV_NUM_WARPS": (2, 4, 8),
     "CONV_NUM_STAGES": (1, 2, 3, 4),
+    "CONV_COPY_NHWC": (0, 1),
     "CONV_DIRECT_BLOCK": (256, 512, 1024, 2048, 4096),
     "CONV_DIRECT_WARPS": (2, 4, 8),
 }
@@ -59,7 +60,7 @@ KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "gemm": (("GEMM_BLOCK_M", "GEMM_BLOCK_N"), ("GEMM_BLOCK_K", "GEMM_NUM_STAGES"),
              ("GEMM_NUM_WARPS",), ("GEMM_GROUP_M",)),
     "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
-             ("CONV_NUM_WARPS",)),
+             ("CONV_NUM_WARPS",), ("CONV_COPY_NHWC",)),
     "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"),),
 }
 """Knobs swept together in one tuning row, by the kind of kernel they shape."""

@@ -25,7 +25,8 @@ output, fused by the generator: its fuse.py).
 Knobs (header below): CONV_BLOCK_M/N/K (tile sizes, clamped to the next power of two >= the
 dimension, at least 16), CONV_NUM_WARPS, CONV_NUM_STAGES, CONV_ALLOW_TF32 (1: fp32 inputs on
 tf32 tensor cores, 0: "ieee" products), CONV_DIRECT_BLOCK/WARPS (the direct kernel's tile in
-elements, warps). The CPU interpreter upcasts bf16/fp16 tiles to fp32 before the product.
+elements, warps), CONV_COPY_NHWC (0: gather an NCDHW input in place, never copied). The CPU
+interpreter upcasts bf16/fp16 tiles to fp32 before the product.
 """
 
 import math
@@ -43,11 +44,11 @@ CONV_NUM_STAGES = 3
 CONV_ALLOW_TF32 = 1
 CONV_DIRECT_BLOCK = 1024
 CONV_DIRECT_WARPS = 4
+CONV_COPY_NHWC = 1
 # --- end ---
 
 _conv_flat_below = 16  # input channels per group under which K is one flat taps x channels range
-# The CPU interpreter pays per program x step, not per element: much larger tiles there.
-_conv_cpu_blocks = (1024, 128, 128)
+_conv_cpu_blocks = (1024, 128, 128)  # the interpreter pays per program x step, not per element
 _conv_cpu_direct = 65536
 
 
@@ -273,12 +274,11 @@ def _conv_m_major(xs, xst):
 
 
 def _conv_gatherable(x, nd, cin_g, k3):
-    """x, or a channels-last copy of it when the tap-major walk would gather it NCDHW.
-
-    Measured on the H200 (bf16, benchmarks/results/library_h200_2026-12-03_6ad3616.json):
-    copying first is 2.3x to 5.5x faster for 3x3, 3x3x3 and transposed k4 convolutions, the
-    in-kernel NCDHW gather wins for 1x1 kernels and for the flat walk (few input channels)."""
-    if cin_g < _conv_flat_below or math.prod(k3) == 1:
+    """x, or (CONV_COPY_NHWC) a channels-last copy of it when the tap-major walk would gather it
+    NCDHW. On the H200 (bf16, benchmarks/results/library_h200_2026-12-03_6ad3616.json, before the
+    geometry was compiled in) copying first was 2.3x to 5.5x faster for 3x3, 3x3x3 and transposed
+    k4 convolutions; the in-kernel NCDHW gather won for 1x1 kernels and the flat walk."""
+    if not CONV_COPY_NHWC or cin_g < _conv_flat_below or math.prod(k3) == 1:
         return x
     if not _conv_m_major(*_conv_as3d(x, nd)):
         return x
