@@ -65,6 +65,11 @@ class Problem:
         self.kernelbench = inst.kernelbench(task)
         self.init_seed = inp.secret_seed()
         self._models: dict[tuple, tuple[Any, Any]] = {}
+        self.notes: list[str] = []
+        """What the verdict should say about how it was judged (the judge session's notes)."""
+        self.own_precision = False
+        """The oracle is the reference in its own dtype: its float64 copy raised (a reference
+        that casts to float32 itself, say, then meets a float64 parameter)."""
 
     def module_at(self, wl: Workload) -> Any:
         return inst.module_at(self.task, self.ref, dict(wl.axes))
@@ -134,10 +139,21 @@ class Problem:
         """The oracle's outputs and its (float64) inputs after the call."""
         import torch
 
-        up = inp.upcast(args)
-        fn = self._pair(wl)[1] if self.kernelbench else self.ref.run
         with torch.no_grad():
-            return outputs_of(fn(*up)), up
+            if not self.own_precision:
+                up = inp.upcast(args)
+                fn = self._pair(wl)[1] if self.kernelbench else self.ref.run
+                try:
+                    return outputs_of(fn(*up)), up
+                except Exception as exc:  # noqa: BLE001 - tried once more in the reference's own dtype
+                    why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+                own = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+                outs = outputs_of(self.reference_callable(wl)(*own))  # if this raises, the reference fails
+                self.own_precision = True
+                self.notes.append(f"correctness oracle: the reference in its own dtype (its float64 copy raised {why})")
+                return outs, own
+            own = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+            return outputs_of(self.reference_callable(wl)(*own)), own
 
     # -- candidates
     def load(self, kernel: Path, name: str) -> Entry:

@@ -105,7 +105,7 @@ class Session:
         self.tolerances: list[cx.OutputTolerance] = []
         self.mutating: set[int] = set()
         self.input_dtypes: list[str] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = self.problem.notes  # the problem's notes (the oracle's precision) too
         self.nondeterministic = False
         self.ref_gate: Any = None
         self.cand: Any = None
