@@ -69,6 +69,11 @@ CASES = {
     # persistent reductions (one R block holds the row): a reduced length fixed in the code
     "persistent": (lambda x: torch.softmax(x.view(x.shape[0], 16, -1), 1) * 2, ("x",),
                    lambda m, n: (_rand(m, 16 * n),), [(6, 5), (1, 1), (33, 7)]),
+    # squeeze-and-excitation: at 3 channels the bottleneck has none (a [batch, 0] tensor, whose
+    # strides torch and Inductor's layout assertion disagree on)
+    "squeeze_excite": (lambda x, w1, w2: x * torch.sigmoid(F.linear(torch.relu(F.linear(x.mean((2, 3)), w1)), w2))[
+        :, :, None, None], ("x", "w1", "w2"),
+        lambda m, n: (_rand(m, n, 3, 3), _rand(n // 4, n), _rand(n, n // 4)), [(2, 8), (2, 3), (3, 12)]),
 }
 CONFIG = {"persistent": {"triton.persistent_reductions": True}}
 """Inductor settings over forge's own for a case."""

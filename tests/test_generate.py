@@ -84,7 +84,7 @@ def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
     Welford) steps element by element through the interpreter's generic tl.reduce."""
     cases = ("pointwise", "broadcast", "softmax3d", "outer", "varmean", "argmax", "scan",
              "gather", "transpose", "linear_relu", "conv_relu", "tiled_sum", "conv_softmax",
-             "persistent")
+             "persistent", "squeeze_excite")
     rows = _check(*cases)
     assert {r["case"] for r in rows} == set(cases)
     for r in rows:
@@ -498,6 +498,60 @@ def test_generated_kernels_compile_their_sizes_in(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         divisions.append(sum(int(line.split()[-1]) for line in proc.stdout.splitlines()))
     assert divisions[0] == 0 < divisions[1], divisions
+
+
+CAST_IN_FORWARD = '''import math
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, freq_dim, dim):
+        super().__init__()
+        self.freq_dim = freq_dim
+        self.fc = nn.Linear(freq_dim, dim)
+
+    def forward(self, t):
+        half = self.freq_dim // 2
+        freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half)
+        args = t[:, None].float() * freqs[None, :]
+        return self.fc(torch.cat([torch.cos(args), torch.sin(args)], dim=-1))
+
+
+batch = 8
+freq_dim = 16
+dim = 12
+
+
+def get_inputs():
+    return [torch.rand(batch) * 10.0]
+
+
+def get_init_inputs():
+    return [freq_dim, dim]
+'''
+
+
+def test_a_reference_that_casts_to_float32_is_judged_against_itself(tmp_path):
+    """The reference casts its input to float32 and meets its Linear's weight: in the float64
+    copy the judge builds as its oracle that is a dtype mismatch. The oracle is then the
+    reference in its own dtype, the verdict says so, a correct candidate passes and a wrong
+    one (its kernel's cosines turned into sines) does not."""
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.records import Status
+
+    task = _converted(tmp_path, CAST_IN_FORWARD)
+    verdict = _generate_and_judge(task, tmp_path)
+    assert any("its own dtype" in n and "float64 copy raised" in n for n in verdict.profile["notes"])
+    kernel = tmp_path / "work" / "kernel.py"
+    text = kernel.read_text()
+    body = text[text.index("def triton_"):]
+    assert "math.cos(" in body
+    kernel.write_text(text[:text.index("def triton_")] + body.replace("math.cos(", "math.sin(", 1))
+    wrong = judge(task, tmp_path / "work", make_runner("cpu"), JudgeOptions(timing=False))
+    assert wrong.status is Status.WRONG_VALUES, wrong.feedback
 
 
 CONV3D_MEAN = '''import torch

@@ -69,7 +69,7 @@ def _rt_reduction_blocks(hint, x, r, persistent=False):
 
 def _rt_grid_y(y, yb):
     """YBLOCK raised until the y grid fits the launch limit."""
-    while triton.cdiv(y, yb) > _RT_GRID_Y_MAX:
+    while -(-y // yb) > _RT_GRID_Y_MAX:
         yb *= 2
     return yb
 
@@ -248,10 +248,12 @@ def _th_select_one(x, mask, dim, keep_dims=False):
 
 
 _RT_BLOCKS = ("XBLOCK", "YBLOCK", "ZBLOCK", "R0_BLOCK")
+_RT_NUMELS = ("xnumel", "ynumel", "znumel", "r0_numel")
 
 
 class _RtLaunch:
-    """One Inductor kernel: computes its launch from the call's sizes, then launches it."""
+    """One Inductor kernel: computes its launch from the call's sizes (once per distinct
+    sizes: a call with sizes seen before only launches), then launches it."""
 
     def __init__(self, fn, kind, signature, hint, rnumel=None):
         self.fn, self.kind, self.hint, self.rnumel = fn, kind, hint, rnumel
@@ -259,22 +261,35 @@ class _RtLaunch:
         # constexpr, xnumel = 1 of a full reduction, included)
         self.params = [k for k in signature if k not in _RT_BLOCKS]
         self.consts = [k for k in signature if k in _RT_BLOCKS]
+        # the launch depends on these sizes only
+        self.numels = [i for i, k in enumerate(self.params) if k in _RT_NUMELS]
+        self.tensors = [i for i, k in enumerate(self.params) if signature[k].startswith("*")]
+        self.plans = {}
 
-    def run(self, *args, stream=None):
+    def plan(self, args):
+        """(grid, block sizes, warps) for a call with these arguments."""
         sizes = dict(zip(self.params, args, strict=False))
         if self.kind in ("reduction", "persistent_reduction"):
             meta, warps = _rt_reduction_meta(self.consts, sizes, self.hint,
                                              self.kind == "persistent_reduction", self.rnumel)
         else:
             meta, warps = _rt_pointwise_blocks(self.consts, sizes)
-        grid = (triton.cdiv(sizes.get("xnumel", 1), meta.get("XBLOCK", 1)),
-                triton.cdiv(sizes.get("ynumel", 1), meta.get("YBLOCK", 1)),
-                triton.cdiv(sizes.get("znumel", 1), meta.get("ZBLOCK", 1)))
+        grid = (-(-sizes.get("xnumel", 1) // meta.get("XBLOCK", 1)),
+                -(-sizes.get("ynumel", 1) // meta.get("YBLOCK", 1)),
+                -(-sizes.get("znumel", 1) // meta.get("ZBLOCK", 1)))
+        return grid, meta, warps
+
+    def run(self, *args, stream=None):
+        key = tuple(args[i] for i in self.numels)
+        found = self.plans.get(key)
+        if found is None:
+            found = self.plans[key] = self.plan(args)
+        grid, meta, warps = found
         if min(grid) <= 0:  # nothing to compute (a size that came out 0, or below: see _rt_empty)
             return
-        for value in args:
-            if isinstance(value, torch.Tensor) and value.untyped_storage().nbytes() // max(
-                    value.element_size(), 1) > _RT_INT32_MAX:
+        for i in self.tensors:
+            value = args[i]
+            if value.untyped_storage().nbytes() // max(value.element_size(), 1) > _RT_INT32_MAX:
                 raise ValueError("this kernel was generated with 32-bit indexing; a tensor of "
                                  "more than 2**31 elements needs a 64-bit variant")
         self.fn[grid](*args, num_warps=warps, **meta)
@@ -304,6 +319,8 @@ def reinterpret_tensor(t, size, stride, offset):
 def assert_size_stride(t, size, stride, where=None):
     if tuple(t.shape) != tuple(size):
         raise ValueError(f"{where or 'argument'} has shape {tuple(t.shape)}, expected {tuple(size)}")
+    if t.numel() == 0:  # no element to reach: any strides will do
+        return
     for dim, (have, want) in enumerate(zip(t.stride(), stride, strict=True)):
         if t.shape[dim] > 1 and have != want:
             raise ValueError(f"{where or 'argument'} has strides {t.stride()}, expected {tuple(stride)} "
