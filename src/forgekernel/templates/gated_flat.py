@@ -36,6 +36,6 @@ def swiglu(gate, up):
     u = up.contiguous()
     y = torch.empty(g.shape, dtype=_promote(gate.dtype, up.dtype), device=g.device)
     n = g.numel()
-    block = min(BLOCK, max(16, triton.next_power_of_2(n)))
-    _gated_flat[(triton.cdiv(n, block),)](g, u, y, n, BLOCK_=block, num_warps=NUM_WARPS)
+    block = min(BLOCK, max(16, 1 << (n - 1).bit_length()))
+    _gated_flat[(-(-n // block),)](g, u, y, n, BLOCK_=block, num_warps=NUM_WARPS)
     return y

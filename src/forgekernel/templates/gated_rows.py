@@ -47,9 +47,9 @@ def swiglu(gate, up):
     u = _rows(up, n)
     m = g.shape[0]
     y = torch.empty((m, n), dtype=_promote(gate.dtype, up.dtype), device=g.device)
-    block_n = min(BLOCK_N, triton.next_power_of_2(n))
-    rows = max(1, min(ROWS, triton.next_power_of_2(m)))
-    grid = (triton.cdiv(m, rows), triton.cdiv(n, block_n))
+    block_n = min(BLOCK_N, 1 << (n - 1).bit_length())
+    rows = max(1, min(ROWS, 1 << (m - 1).bit_length()))
+    grid = (-(-m // rows), -(-n // block_n))
     _gated_rows[grid](g, u, y, m, n, g.stride(0), u.stride(0), y.stride(0),
                       ROWS_=rows, BLOCK_N_=block_n, num_warps=NUM_WARPS)
     return y.reshape(gate.shape)

@@ -109,7 +109,7 @@ def matmul(a, b):
     c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     upcast = a.device.type == "cpu"
     if TMA_MIN_M and m >= TMA_MIN_M and m > SKINNY_M and _tma_ok(a, b, c):
-        tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
+        tiles = -(-m // BLOCK_M) * -(-n // BLOCK_N)
         p = min(_programs(a.device), tiles)
         _matmul_tma[(p,)](TensorDescriptor.from_tensor(a, [BLOCK_M, BLOCK_K]),
                           TensorDescriptor.from_tensor(b, [BLOCK_K, BLOCK_N]),
@@ -118,11 +118,11 @@ def matmul(a, b):
                           num_warps=NUM_WARPS, num_stages=NUM_STAGES)
         return c
     if m <= SKINNY_M:  # BLOCK_K shrinks as BLOCK_M grows: the A tile stays 16 x SKINNY_BLOCK_K
-        bm = max(16, triton.next_power_of_2(m))
+        bm = max(16, 1 << (m - 1).bit_length())
         bm, bn, bk, gm, warps, stages = bm, SKINNY_BLOCK_N, max(32, SKINNY_BLOCK_K * 16 // bm), 1, 4, 3
     else:
         bm, bn, bk, gm, warps, stages = BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_WARPS, NUM_STAGES
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    grid = (-(-m // bm) * -(-n // bn),)
     _matmul_tiled[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                         c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GM=gm, UPCAST=upcast,
                         num_warps=warps, num_stages=stages)

@@ -53,8 +53,8 @@ def rope(q, cos, sin):
     y = torch.empty(q.shape, dtype=_promote(q.dtype, cos.dtype), device=q.device)
     r = qc.numel() // d
     half = d // 2
-    rows = max(1, min(ROWS, triton.next_power_of_2(r)))
-    _rope_rows[(triton.cdiv(r, rows),)](qc, c, sn, y, r, h, s, c.stride(0), sn.stride(0),
-                                        HALF=half, BLOCK_H=triton.next_power_of_2(half),
+    rows = max(1, min(ROWS, 1 << (r - 1).bit_length()))
+    _rope_rows[(-(-r // rows),)](qc, c, sn, y, r, h, s, c.stride(0), sn.stride(0),
+                                        HALF=half, BLOCK_H=1 << (half - 1).bit_length(),
                                         ROWS_=rows, num_warps=NUM_WARPS)
     return y

@@ -87,7 +87,7 @@ def _rownorm(x, weight, bias=None, residual=None, center=False, cast_first=True,
     y = torch.empty((m, n), dtype=out_dtype or x.dtype, device=x.device)
     r2 = _rows(residual, n) if residual is not None else x2
     ro = torch.empty_like(x2) if residual is not None else y
-    block_n = min(BLOCK_N, triton.next_power_of_2(n))
+    block_n = min(BLOCK_N, 1 << (n - 1).bit_length())
     _rownorm_looped[(m,)](x2, r2, weight, bias if bias is not None else weight, y, ro,
                           x2.stride(0), r2.stride(0), y.stride(0), ro.stride(0), n, EPS,
                           BLOCK_N_=block_n, HAS_RES=residual is not None,

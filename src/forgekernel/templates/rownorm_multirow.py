@@ -66,11 +66,11 @@ def _rownorm(x, weight, bias=None, residual=None, center=False, cast_first=True,
     y = torch.empty((m, n), dtype=out_dtype or x.dtype, device=x.device)
     r2 = _rows(residual, n) if residual is not None else x2
     ro = torch.empty_like(x2) if residual is not None else y
-    block_n = triton.next_power_of_2(n)
-    rows = max(1, min(ROWS, triton.next_power_of_2(m)))
+    block_n = 1 << (n - 1).bit_length()
+    rows = max(1, min(ROWS, 1 << (m - 1).bit_length()))
     while rows > 1 and rows * block_n > MAX_TILE:
         rows //= 2
-    _rownorm_rows[(triton.cdiv(m, rows),)](
+    _rownorm_rows[(-(-m // rows),)](
         x2, r2, weight, bias if bias is not None else weight, y, ro,
         x2.stride(0), r2.stride(0), y.stride(0), ro.stride(0), m, n, EPS,
         ROWS_=rows, BLOCK_N=block_n, HAS_RES=residual is not None, HAS_BIAS=bias is not None,

@@ -43,11 +43,11 @@ def _launch(x, log):
         x2 = x2.contiguous()
     m = x2.shape[0]
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    block_n = triton.next_power_of_2(n)
-    rows = max(1, min(ROWS, triton.next_power_of_2(m)))
+    block_n = 1 << (n - 1).bit_length()
+    rows = max(1, min(ROWS, 1 << (m - 1).bit_length()))
     while rows > 1 and rows * block_n > MAX_TILE:
         rows //= 2
-    _softmax_rows[(triton.cdiv(m, rows),)](x2, y, x2.stride(0), y.stride(0), m, n, ROWS_=rows,
+    _softmax_rows[(-(-m // rows),)](x2, y, x2.stride(0), y.stride(0), m, n, ROWS_=rows,
                                            BLOCK_N=block_n, LOG=log, num_warps=NUM_WARPS or min(16, max(4, rows * block_n // 1024)))
     return y.reshape(x.shape)
 

@@ -286,7 +286,7 @@ def _conv_gatherable(x, nd, cin_g, k3):
 
 
 def _conv_block(dim, knob):
-    return min(knob, max(16, triton.next_power_of_2(max(int(dim), 1))))
+    return min(knob, max(16, 1 << ((max(int(dim), 1)) - 1).bit_length()))
 
 
 def _conv_span(t):
@@ -313,7 +313,7 @@ def _conv_launch(x, wp, bias, y, nd, groups, cin_g, k3, s3, p3, d3, transposed, 
     bm, bn = _conv_block(m, knobs[0]), _conv_block(cout_g, knobs[1])
     bk = _conv_block(kred if flat else cin_g, knobs[2])
     fp32 = x.dtype == torch.float32
-    _conv_kernel[(triton.cdiv(m, bm) * triton.cdiv(cout_g, bn), groups)](
+    _conv_kernel[(-(-m // bm) * -(-cout_g // bn), groups)](
         x, wp if wp.numel() else y, bias if bias is not None else y, y, m, cout_g, cin_g, kred,
         i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
         HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), FLAT_K=flat,
@@ -333,9 +333,9 @@ def _conv_direct_launch(x, wp, bias, y, nd, cin_g, k3, s3, p3, d3, transposed, e
     cpu = x.device.type == "cpu"  # the interpreter pays per program step: channels tiled always
     elems = _conv_cpu_direct if cpu else CONV_DIRECT_BLOCK
     m_major = not cpu and _conv_m_major((nb, x.shape[1], i_d, i_h, i_w), xst)
-    bc = 1 if m_major else min(64, triton.next_power_of_2(cout), elems)
-    bm = min(max(1, elems // bc), max(16, triton.next_power_of_2(m)))
-    _conv_direct_kernel[(triton.cdiv(m, bm), triton.cdiv(cout, bc))](
+    bc = 1 if m_major else min(64, 1 << (cout - 1).bit_length(), elems)
+    bm = min(max(1, elems // bc), max(16, 1 << (m - 1).bit_length()))
+    _conv_direct_kernel[(-(-m // bm), -(-cout // bc))](
         x, wp, bias if bias is not None else y, y, m, cout, wp.shape[2], cin_g,
         i_d, i_h, i_w, o_d, o_h, o_w, *k3, *s3, *p3, *d3, *xst, *wp.stride(), *yst,
         HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed),

@@ -140,7 +140,7 @@ def _gemm_split_sum(ws_ptr, c_ptr, bias_ptr, M, N, SPLITS, s_cm, s_cn, s_xm, s_x
 
 def _gemm_block(dim, knob):
     """The knob's block size, or the next power of two >= dim (at least 16) when smaller."""
-    return min(knob, max(16, triton.next_power_of_2(max(int(dim), 1))))
+    return min(knob, max(16, 1 << ((max(int(dim), 1)) - 1).bit_length()))
 
 
 def _gemm_precision(dtype):
@@ -194,10 +194,10 @@ def _gemm_launch(a, b, c, bias, alpha, beta):
     bm, bn, bk = (_gemm_block(m, knobs[0]), _gemm_block(n, knobs[1]), _gemm_block(k, knobs[2]))
     has_bias = bias is not None and beta != 0
     shape = (nb, m, n)
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    tiles = -(-m // bm) * -(-n // bn)
     k_split = _gemm_k_split(tiles * nb, k, bk, a.device) if nb == 1 else k
     split = k_split < k
-    ws = torch.empty((triton.cdiv(k, k_split), m, n), dtype=torch.float32, device=c.device) if split else c
+    ws = torch.empty((-(-k // k_split), m, n), dtype=torch.float32, device=c.device) if split else c
     x_strides = _gemm_strides(bias, shape) if has_bias else (0, 0, 0)
     _gemm_kernel[(tiles, ws.shape[0] if split else nb)](
         a, b, ws, bias if has_bias and not split else ws, m, n, k, k_split,
@@ -210,7 +210,7 @@ def _gemm_launch(a, b, c, bias, alpha, beta):
         num_stages=GEMM_NUM_STAGES)
     if split:
         block = 1024
-        _gemm_split_sum[(triton.cdiv(m * n, block),)](
+        _gemm_split_sum[(-(-(m * n) // block),)](
             ws, c, bias if has_bias else c, m, n, ws.shape[0], *_gemm_strides(c, shape)[1:],
             *x_strides[1:], float(alpha), float(beta), HAS_BIAS=has_bias, BLOCK=block)
 
@@ -225,10 +225,11 @@ def _gemm_k_split(programs, k, bk, device):
         sms = _gemm_cpu_sms if device.type == "cpu" else 132
     if 2 * programs > sms:
         return k
-    splits = min(triton.cdiv(2 * sms, programs), k // (bk * _gemm_split_min_steps))
+    splits = min(-(-(2 * sms) // programs), k // (bk * _gemm_split_min_steps))
     if splits < 2:
         return k
-    return triton.cdiv(triton.cdiv(k, splits), bk) * bk
+    per_split = -(-k // splits)
+    return -(-per_split // bk) * bk
 
 
 def _gemm_out(out, shape, like):

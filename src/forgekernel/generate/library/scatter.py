@@ -101,10 +101,10 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     inner = 1
     for d in range(dim + 1, x.dim()):
         inner *= x.shape[d]
-    grid = (triton.cdiv(n, SCATTER_BLOCK),)
+    grid = (-(-n // SCATTER_BLOCK),)
     _scatter_init[grid](x, acc, count, n, identity, INCLUDE_SELF=bool(include_self), BLOCK=SCATTER_BLOCK)
     if n_src:
-        _scatter_combine[(triton.cdiv(n_src, SCATTER_BLOCK),)](
+        _scatter_combine[(-(-n_src // SCATTER_BLOCK),)](
             acc, count, src, index, n_src, src.shape[dim], inner, x.shape[dim], MODE=mode,
             BLOCK=SCATTER_BLOCK)
     _scatter_finish[grid](x, acc, count, out, n, MODE=mode, INCLUDE_SELF=int(bool(include_self)),

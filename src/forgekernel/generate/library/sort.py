@@ -102,9 +102,9 @@ def _sort_select(x, dim, descending, k):
     values = torch.empty((rows.shape[0], kk), dtype=x.dtype, device=x.device)
     indices = torch.empty((rows.shape[0], kk), dtype=torch.int64, device=x.device)
     if rows.shape[0] and kk:
-        m, block = rows.shape[0], triton.next_power_of_2(n)
-        per = min(max(1, SORT_PROGRAM_ELEMS // block), triton.next_power_of_2(m))
-        _sort_rows[(triton.cdiv(m, per),)](rows, values, indices, m, n, kk, rows.stride(0), kk,
+        m, block = rows.shape[0], 1 << (n - 1).bit_length()
+        per = min(max(1, SORT_PROGRAM_ELEMS // block), 1 << (m - 1).bit_length())
+        _sort_rows[(-(-m // per),)](rows, values, indices, m, n, kk, rows.stride(0), kk,
                                            ROWS=per, BLOCK=block, LOG=block.bit_length() - 1,
                                            DESC=bool(descending),
                                            FLOAT=x.is_floating_point(),
