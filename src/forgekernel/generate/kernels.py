@@ -90,14 +90,15 @@ SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r0_numel")
 
 def sized(source: str) -> str:
     """The kernel with its size parameters as constexprs: each renamed ``*_c: tl.constexpr``
-    and rebound, as ``tl.to_tensor``, to the scalar Triton would pass for the int (i32 below
-    2**31), so that the body reads as Inductor wrote it. Triton then compiles the kernel for
-    each distinct size, and an index division by a size is a division by a constant."""
+    and rebound to an int32 scalar (``tl.full([], ...)``, a constant the compiler folds), the
+    type Triton gives an int argument below 2**31 (the runtime refuses tensors of more
+    elements), so that the body reads as Inductor wrote it. Triton then compiles the kernel
+    for each distinct size, and an index division by a size is a division by a constant."""
     def signature(m: re.Match) -> str:
         params = [p.strip() for p in m.group(2).split(",")]
         sizes = [p for p in params if SIZE_PARAM.fullmatch(p)]
         params = [f"{p}_c: tl.constexpr" if p in sizes else p for p in params]
-        rebind = "".join(f"\n    {p} = tl.to_tensor({p}_c)" for p in sizes)
+        rebind = "".join(f"\n    {p} = tl.full([], {p}_c, tl.int32)" for p in sizes)
         return f"{m.group(1)}({', '.join(params)}):{rebind}"
     return re.sub(r"^(def \w+_jit)\(([^)]*)\):", signature, source, count=1, flags=re.M)
 

@@ -7,7 +7,7 @@ output channels-last when the input or the weight is (as aten on the GPU).
 ``_conv_kernel`` treats every convolution as 3-D and as one GEMM per group (M: output
 positions, N: the group's output channels, K: taps x the group's input channels), tiles
 gathered with computed indices and masks (the geometry, kernel size, stride, padding,
-dilation and channels per group, are constexprs: index divisions by constants), products on
+dilation, channels per group and output size, is constexpr: index divisions by constants), products on
 ``tl.dot`` with fp32 accumulation, the bias added before the store, the weight repacked per
 call to [groups, taps * Cin/groups, Cout/groups]. K is walked tap by tap in blocks of input
 channels (16 or more per group), else as one flat taps x channels range. A strided transposed convolution without dilation runs as
@@ -140,7 +140,7 @@ def _conv_a_tile(x_ptr, x_rows, m_ok, od, oh, ow, it, CIN_G, KRED, ID, IH, IW, K
 
 @triton.jit
 def _conv_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT_G, CIN_G: tl.constexpr, KRED: tl.constexpr, ID, IH, IW,
-                 OD, OH, OW, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, sd: tl.constexpr, sh: tl.constexpr,
+                 OD: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, sd: tl.constexpr, sh: tl.constexpr,
                  sw: tl.constexpr, pd: tl.constexpr, ph: tl.constexpr, pw: tl.constexpr, dd: tl.constexpr,
                  dh: tl.constexpr, dw: tl.constexpr, s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn, s_yn, s_yc, s_yd, s_yh, s_yw,
                  HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, FLAT_K: tl.constexpr,
@@ -193,8 +193,8 @@ def _conv_store(y_ptr, offs, mask, acc, y_off, EPI: tl.constexpr, epi_args):
 
 
 @triton.jit
-def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G, CIN_G: tl.constexpr, ID, IH, IW,
-                        OD, OH, OW, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, sd: tl.constexpr,
+def _conv_direct_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, COUT, COUT_G: tl.constexpr, CIN_G: tl.constexpr, ID, IH, IW,
+                        OD: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr, KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, sd: tl.constexpr,
                         sh: tl.constexpr, sw: tl.constexpr, pd: tl.constexpr, ph: tl.constexpr, pw: tl.constexpr,
                         dd: tl.constexpr, dh: tl.constexpr, dw: tl.constexpr, s_xn, s_xc, s_xd, s_xh, s_xw, s_wg, s_wk, s_wn,
                         s_yn, s_yc, s_yd, s_yh, s_yw, HAS_BIAS: tl.constexpr,
