@@ -85,7 +85,8 @@ def read(node: ast.Assign, number: int) -> Kernel:
                   int(fixed.group(1)) if fixed and "r0_numel" not in signature else None)
 
 
-SIZE_PARAM = re.compile(r"ks\d+|[xyz]numel|r0_numel")
+SIZE_PARAM = re.compile("|".join((r"ks\d+", *SIZE_CONSTANTS)))
+"""A kernel's size parameters: Inductor's symbolic sizes (ks0, ks1, ...) and its numels."""
 
 
 def sized(source: str) -> str:

@@ -147,13 +147,12 @@ class Problem:
                     return outputs_of(fn(*up)), up
                 except Exception as exc:  # noqa: BLE001 - tried once more in the reference's own dtype
                     why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-                own = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-                outs = outputs_of(self.reference_callable(wl)(*own))  # if this raises, the reference fails
+            own = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+            outs = outputs_of(self.reference_callable(wl)(*own))  # if this raises, the reference fails
+            if not self.own_precision:
                 self.own_precision = True
                 self.notes.append(f"correctness oracle: the reference in its own dtype (its float64 copy raised {why})")
-                return outs, own
-            own = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-            return outputs_of(self.reference_callable(wl)(*own)), own
+            return outs, own
 
     # -- candidates
     def load(self, kernel: Path, name: str) -> Entry:

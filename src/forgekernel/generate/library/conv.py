@@ -286,7 +286,7 @@ def _conv_gatherable(x, nd, cin_g, k3):
 
 
 def _conv_block(dim, knob):
-    return min(knob, max(16, 1 << ((max(int(dim), 1)) - 1).bit_length()))
+    return min(knob, max(16, 1 << (max(int(dim), 1) - 1).bit_length()))
 
 
 def _conv_span(t):

@@ -140,7 +140,7 @@ def _gemm_split_sum(ws_ptr, c_ptr, bias_ptr, M, N, SPLITS, s_cm, s_cn, s_xm, s_x
 
 def _gemm_block(dim, knob):
     """The knob's block size, or the next power of two >= dim (at least 16) when smaller."""
-    return min(knob, max(16, 1 << ((max(int(dim), 1)) - 1).bit_length()))
+    return min(knob, max(16, 1 << (max(int(dim), 1) - 1).bit_length()))
 
 
 def _gemm_precision(dtype):

@@ -3,10 +3,10 @@
 Pasted by forgekernel.generate.assemble into a generated candidate (which must not import
 forgekernel). It launches each Triton kernel with block sizes and warps chosen here from
 the kernel's kind, Inductor's reduction hint and the sizes of this call (the knobs below
-are what forge's search tunes). The kernels take their sizes as constexprs: Triton compiles
-them once per distinct size, as torch.compile's static shapes do, so that index arithmetic
-divides by constants; a new size costs one compile), provides the few helpers Inductor's wrapper code calls
-(buffer allocation on the inputs' device, strided views). What the Triton CPU interpreter
+are what forge's search tunes), and provides the few helpers Inductor's wrapper code calls
+(buffer allocation on the inputs' device, strided views). The kernels take their sizes as
+constexprs: Triton compiles them once per distinct size, as torch.compile's static shapes
+do, so that index arithmetic divides by constants; a new size costs one compile. What the Triton CPU interpreter
 needs besides (libdevice's math, fast reductions and scans) is in the interpret file, pasted
 after this one.
 """
