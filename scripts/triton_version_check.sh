@@ -16,4 +16,4 @@ if [ ! -x "$ENV/bin/python" ]; then
 fi
 SITE=$(.venv/bin/python -c "import site; print(site.getsitepackages()[0])")
 OWN=$("$ENV/bin/python" -c "import site; print(site.getsitepackages()[0])")
-CUDA_VISIBLE_DEVICES= PYTHONPATH="$OWN:$SITE:$PWD/src" "$ENV/bin/python" tests/library_static.py
+CUDA_VISIBLE_DEVICES= PYTHONPATH="$OWN:$SITE:$PWD/src" "$ENV/bin/python" tests/library_static.py "${@:2}"

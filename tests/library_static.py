@@ -110,8 +110,13 @@ def capture(name: str, call, knobs: dict) -> list[tc.LaunchSpec]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--knobs", default="{}")
-    knobs = json.loads(ap.parse_args(argv).knobs)
+    ap.add_argument("--only", action="append", choices=sorted(CALLS),
+                    help="compile only this library file's launches (repeatable)")
+    args = ap.parse_args(argv)
+    knobs = json.loads(args.knobs)
     for file, calls in CALLS.items():
+        if args.only and file not in args.only:
+            continue
         for label, call in calls:
             for spec in capture(file, call, knobs):
                 with warnings.catch_warnings():

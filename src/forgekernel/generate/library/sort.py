@@ -86,7 +86,7 @@ def _sort_rows(X, V, Idx, m, n, k, stride_x, stride_o,
 
 
 def _sort_warps(elems):
-    return 4 if elems <= 1024 else 8 if elems <= 4096 else 16
+    return 4 if elems <= 1024 else 8 if elems <= 4096 else 32
 
 
 def _sort_select(x, dim, descending, k):
