@@ -74,6 +74,9 @@ CASES = {
     "squeeze_excite": (lambda x, w1, w2: x * torch.sigmoid(F.linear(torch.relu(F.linear(x.mean((2, 3)), w1)), w2))[
         :, :, None, None], ("x", "w1", "w2"),
         lambda m, n: (_rand(m, n, 3, 3), _rand(n // 4, n), _rand(n, n // 4)), [(2, 8), (2, 3), (3, 12)]),
+    # GLU halves a size that varies with the shape (Inductor's reference decomposition fixed it)
+    "glu": (lambda x, w: F.glu(F.conv_transpose1d(x, w, stride=2, padding=1), dim=1), ("x", "w"),
+            lambda m, n: (_rand(2, m, n), _rand(m, 2 * n, 4)), [(3, 6), (2, 3), (5, 4)]),
 }
 CONFIG = {"persistent": {"triton.persistent_reductions": True}}
 """Inductor settings over forge's own for a case."""

@@ -73,6 +73,26 @@ def test_a_kernel_width_under_same_padding_is_pinned_whatever_its_name(tmp_path)
     assert "kernel size, stride, padding or dilation" in task.axes["width"].description
 
 
+def test_a_count_of_layers_is_pinned(tmp_path):
+    """Doubling ``experts`` adds parameters (a ModuleList entry each) while inputs and outputs
+    keep their shapes, as a hidden width would; but code written for the model unrolls its
+    layers, so a count of layers or experts is pinned."""
+    src = write(tmp_path, "experts.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, dim, experts):\n"
+        "        super().__init__()\n"
+        "        self.experts = nn.ModuleList([nn.Linear(dim, dim) for _ in range(experts)])\n"
+        "\n    def forward(self, x):\n"
+        "        return sum(e(x) for e in self.experts)\n\n"
+        "tokens = 64\ndim = 32\nexperts = 3\n\n"
+        "def get_inputs():\n    return [torch.randn(tokens, dim)]\n\n"
+        "def get_init_inputs():\n    return [dim, experts]\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert sizes(task) == {"tokens", "dim"}
+    assert pinned(task) == {"experts": 3}
+    assert "how many parameters" in task.axes["experts"].description
+
+
 def test_constants_that_change_nothing_are_no_axes_and_tied_ones_move_together(tmp_path):
     src = write(tmp_path, "hinge.py", HEAD + (
         "class Model(nn.Module):\n"

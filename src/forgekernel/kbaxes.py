@@ -9,8 +9,9 @@ Every root integer constant of the file (:func:`forgekernel.kbsource.constants`)
   now has the doubled value: a **size** axis, free to scale (with ``multiple_of`` when only
   some steps are valid, as channels under ``groups``);
 * anything else (the forward fails, only a weight's shape or the init values change, the
-  output shape changes without following it): a **semantic** constant (kernel_size, stride,
-  padding, dilation, groups, a reduction dim, ...), pinned with ``min = max = value``.
+  output shape changes without following it, the model gains or loses parameters: a count
+  of layers or experts): a **semantic** constant (kernel_size, stride, padding, dilation,
+  groups, a reduction dim, ...), pinned with ``min = max = value``.
 
 The smoke workload scales the size axes down, greedily halving the one that shrinks the
 largest tensor (and the flops) most, every candidate validated on meta, until every input,
@@ -102,6 +103,9 @@ def _same_io(base: Probe, other: Probe) -> bool:
 
 def _judge(const: Constant, base: Probe, p: Probe, alt: int, tied: tuple = ()) -> Axis:
     v = const.value
+    if set(p.params) != set(base.params):  # code written for the model unrolls its layers
+        return Axis(const, False, "it sets how many parameters the model has (a count of "
+                    "layers, heads or experts built in __init__)", doubled=p)
     if _follows(base, p, v, alt):
         return Axis(const, True, "input or output dimensions follow it", doubled=p, tied=tied)
     if _same_io(base, p) and _follows(base, p, v, alt, params=True) and not SEMANTIC.search(const.name):

@@ -185,7 +185,7 @@ def _library_ops() -> dict[Any, Callable[..., Any]]:
             ops["scatter_reduce"](x, dim, index, src, reduce, include_self)
             if reduce in ("amax", "amin", "mean") else NotImplemented),
         aten._embedding_bag.default: rewrites.embedding_bag_as_index_add,
-        aten.histc.default: rewrites.histc_as_index_add,
+        aten.histc.default: rewrites.histc_as_index_add, aten.glu.default: rewrites.glu_halves,
         aten._adaptive_avg_pool2d.default: rewrites.adaptive_avg_pool_as_matmul,
         aten._embedding_bag_forward_only.default: rewrites.embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 2, *a, **k),

@@ -190,3 +190,12 @@ def avg_pool_as_conv(conv: Any, dim: int, x: Any, kernel_size: Any, stride: Any 
     y = conv(x if batched else x.unsqueeze(0), weight, None, st, pad, [1] * dim, False, [0] * dim,
              channels)
     return y if batched else y.squeeze(0)
+
+
+def glu_halves(x: Any, dim: int = -1) -> Any:
+    """GLU as the product of the two halves' narrow views (ATen's result): the reference
+    decomposition splits with ``tensor_split``, which fixes the halved size at the example's."""
+    import torch
+
+    half = x.shape[dim] // 2
+    return x.narrow(dim, 0, half) * torch.sigmoid(x.narrow(dim, half, half))
