@@ -24,6 +24,18 @@ def _rand(*shape):
     return torch.randn(*shape)
 
 
+def _rope(q, freqs):
+    angles = torch.outer(torch.arange(q.shape[1], dtype=torch.float32), freqs)
+    qc = torch.view_as_complex(q.reshape(*q.shape[:-1], -1, 2))
+    return torch.view_as_real(qc * torch.polar(torch.ones_like(angles), angles)[None, :, None, :]).flatten(3)
+
+
+def _complex_mix(x, y):
+    a, b = torch.view_as_complex(x), torch.view_as_complex(y)
+    c = (a / (b + 2)).conj() * torch.exp(a * 0.1) - b.abs() + a.unsqueeze(0).sum(1)
+    return torch.view_as_real(c), c.abs()
+
+
 CASES = {
     # name: (function, parameter names, example args maker, shapes to check: args makers)
     "pointwise": (lambda x, y: F.gelu(x) * torch.sigmoid(y) + x, ("x", "y"),
@@ -77,6 +89,14 @@ CASES = {
     # GLU halves a size that varies with the shape (Inductor's reference decomposition fixed it)
     "glu": (lambda x, w: F.glu(F.conv_transpose1d(x, w, stride=2, padding=1), dim=1), ("x", "w"),
             lambda m, n: (_rand(2, m, n), _rand(m, 2 * n, 4)), [(3, 6), (2, 3), (5, 4)]),
+    # complex arithmetic (Inductor leaves it to ATen) carried as real pairs: a LLaMA-style rotary
+    # embedding, a complex quotient, conjugate, magnitude and exponential
+    "complex_rope": (_rope, ("q", "f"), lambda m, n: (_rand(2, m, 3, 2 * n), _rand(n)), [(5, 4), (1, 1), (7, 9)]),
+    "complex_mix": (_complex_mix, ("x", "y"), lambda m, n: (_rand(m, n, 2), _rand(m, n, 2)),
+                    [(3, 4), (1, 1), (6, 5)]),
+    # an op on a complex value the rewrite does not know (a scan): the graph is left to ATen
+    "complex_unknown": (lambda x: torch.view_as_real(torch.view_as_complex(x).cumsum(0)) * 2, ("x",),
+                        lambda m, n: (_rand(m, n, 2),), [(3, 4), (1, 1)]),
 }
 CONFIG = {"persistent": {"triton.persistent_reductions": True}}
 """Inductor settings over forge's own for a case."""

@@ -84,13 +84,24 @@ def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
     Welford) steps element by element through the interpreter's generic tl.reduce."""
     cases = ("pointwise", "broadcast", "softmax3d", "outer", "varmean", "argmax", "scan",
              "gather", "transpose", "linear_relu", "conv_relu", "tiled_sum", "conv_softmax",
-             "persistent", "squeeze_excite", "glu")
+             "persistent", "squeeze_excite", "glu", "complex_rope", "complex_mix")
     rows = _check(*cases)
     assert {r["case"] for r in rows} == set(cases)
     for r in rows:
         assert r["err"] < 1e-4, r
         assert r["kernels"] >= 1, r
         assert r["slow_reduces"] == 0, r
+
+
+def test_complex_arithmetic_becomes_triton_and_what_it_cannot_rewrite_stays_with_aten():
+    """Complex values carried as real pairs (generate/complexes.py): a rotary embedding written
+    with view_as_complex and polar is one Triton kernel and no ATen call; a complex scan, which
+    the rewrite does not know, is left whole to ATen (named in the candidate) and still right."""
+    rows = {(r["case"], tuple(r["shape"])): r for r in _check("complex_rope", "complex_unknown")}
+    rope = rows[("complex_rope", (5, 4))]
+    assert rope["kernels"] == 1 and rope["library"] == [] and rope["err"] < 1e-5, rope
+    unknown = rows[("complex_unknown", (3, 4))]
+    assert unknown["err"] < 1e-5 and any("view_as_complex" in p for p in unknown["library"]), unknown
 
 
 def test_element_wise_tails_fused_into_the_convolution_are_correct_at_other_shapes():

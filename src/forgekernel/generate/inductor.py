@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forgekernel.errors import ForgeError
-from forgekernel.generate import rewrites
+from forgekernel.generate import complexes, rewrites
 
 INDUCTOR_CONFIG = {
     "cpu_backend": "triton",
@@ -228,8 +228,8 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None) -> Iterator[l
     GraphLowering.save_output_code = staticmethod(codes.append)
     torch._dynamo.reset()
     try:
-        with icfg.patch({**INDUCTOR_CONFIG, **(config or {})}), fxcfg.patch(use_duck_shape=False), \
-                torch._dynamo.config.patch(DYNAMO_CONFIG), torch.no_grad():
+        with icfg.patch({**INDUCTOR_CONFIG, "post_grad_custom_pre_pass": complexes.as_real, **(config or {})}), \
+                fxcfg.patch(use_duck_shape=False), torch._dynamo.config.patch(DYNAMO_CONFIG), torch.no_grad():
             yield codes
     finally:
         GraphLowering.save_output_code = saved
