@@ -58,6 +58,10 @@ def _points(gen) -> list[dict[str, int]]:
     return points
 
 
+POINTS_LIMIT = [None]
+"""How many knob points are timed per problem (None: all; 1 with --defaults-only)."""
+
+
 def _time(fn, args) -> float:
     return float(do_bench(lambda: fn(*args), warmup=10, rep=60))
 
@@ -90,6 +94,8 @@ def sweep(py: Path, work: Path, deadline: float) -> dict:
         row = {"problem": py.stem, "kinds": list(gen.kinds), "graph": gen.graph,
                "eager_ms": _time(ref, inputs)}
         try:
+            if POINTS_LIMIT[0] == 1:
+                raise RuntimeError("not timed with --defaults-only")
             compiled = torch.compile(ref)
             compiled(*inputs)
             row["compile_ms"] = _time(compiled, inputs)
@@ -98,7 +104,7 @@ def sweep(py: Path, work: Path, deadline: float) -> dict:
         print(f"{py.stem}: eager {row['eager_ms']:.4f} ms, compile {row['compile_ms']} ms, "
               f"kinds {','.join(gen.kinds)}", flush=True)
         row["variants"] = []
-        for i, knobs in enumerate(_points(gen)):
+        for i, knobs in enumerate(_points(gen)[:POINTS_LIMIT[0]]):
             if time.monotonic() > deadline:
                 row["stopped"] = "budget"
                 break
@@ -141,8 +147,12 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--commit", default="")
+    ap.add_argument("--defaults-only", action="store_true",
+                    help="time the default candidate only (comparing source trees: scripts/gpu_bisect.sh)")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
+    if args.defaults_only:
+        POINTS_LIMIT[0] = 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
