@@ -1134,7 +1134,7 @@ def get_init_inputs():
     return [in_channels, out_channels, kernel_size]
 '''
 STATIC_FUSED = """
-import sys
+import re, sys
 from pathlib import Path
 from forgekernel.profile import triton_compile as tc
 from forgekernel.task import load_task
@@ -1142,8 +1142,8 @@ task = load_task(sys.argv[1])
 specs, _ = tc.capture_specs(task, Path(sys.argv[2]), tuple(w for w in task.workloads if w.smoke)[:1])
 for spec in specs:
     assert spec.kwargs["EPI"] is not None, spec.kwargs
-    tc.compile_spec(spec)
-    print("compiled", spec.name)
+    ptx = tc.compile_spec(spec).asm["ptx"]
+    print("compiled", spec.name, len(re.findall(r"\\b(?:div|rem)\\.[su](?:32|64)\\b", ptx)))
 """
 
 
@@ -1151,14 +1151,23 @@ def test_a_fused_convolution_passes_the_judge_and_compiles_for_sm90(tmp_path):
     """KernelBench-style Conv2d, a per-channel scale (a parameter the epilogue reads) and Mish:
     the generated candidate fuses the tail into the convolution, passes the CPU judge at every
     visible and hidden workload, and its launch (the epilogue a constexpr function, its
-    arguments a tuple) compiles for sm_90."""
+    arguments a tuple, their sizes constexprs) compiles for sm_90 with no per-element
+    integer division (the same launch with the sizes as plain arguments has them)."""
     task = _converted(tmp_path, CONV_MISH)
     _generate_and_judge(task, tmp_path, lambda text: "runs fused into the convolution" in text)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CUDA_VISIBLE_DEVICES": ""}
     env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.run([sys.executable, "-c", STATIC_FUSED, task.root, str(tmp_path / "work" / "kernel.py")],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0 and "compiled _conv_kernel" in proc.stdout, proc.stderr[-3000:]
+    kernel = tmp_path / "work" / "kernel.py"
+    generic = tmp_path / "generic.py"  # the epilogue's sizes as plain arguments
+    generic.write_text(re.sub(r"tl\.constexpr\((\w+)\)", r"\1", kernel.read_text()))
+    divisions = []
+    for path in (kernel, generic):
+        proc = subprocess.run([sys.executable, "-c", STATIC_FUSED, task.root, str(path)],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0 and "compiled _conv_kernel" in proc.stdout, proc.stderr[-3000:]
+        divisions.append(sum(int(line.split()[-1]) for line in proc.stdout.splitlines()))
+    # the epilogue decodes each element's channel: by constants, not per element at run time
+    assert divisions[0] <= 4 < divisions[1], divisions
 
 
 @pytest.mark.parametrize(("cin_g", "cout_g", "groups"), [

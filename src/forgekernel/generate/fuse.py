@@ -90,7 +90,11 @@ def _fuse(lines: list[str], i: int, j: int, sizes: list[int], shapes: list[str],
     source = "\n".join(["@triton.jit", f"def {name}(xindex, xmask, args):",
                         *(f"    {p} = args[{k}]" for k, p in enumerate(params[:-1])), *body])
     indent = lines[i][:len(lines[i]) - len(lines[i].lstrip())]
-    call = lines[i].rstrip()[:-1] + f", epilogue=({name}, ({''.join(a + ', ' for a in args[:-1])})))"
+    # sizes reach the epilogue as constexprs (the convolution is compiled per geometry anyway):
+    # its index arithmetic then divides by constants, not per element by run-time sizes
+    passed = [f"tl.constexpr({a})" if re.fullmatch(r"ks\d+", p) else a
+              for p, a in zip(params[1:-1], args[:-1], strict=True)]
+    call = lines[i].rstrip()[:-1] + f", epilogue=({name}, ({''.join(a + ', ' for a in passed)})))"
     moved = [lines[k] for k in sizes]
     out = lines[:i] + moved + [call] + [ln for k, ln in enumerate(lines[i + 1:j], i + 1) if k not in sizes]
     out += [f"{indent}# {kernel.name} runs fused into the convolution above"] + lines[j + 1:]
