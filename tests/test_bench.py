@@ -65,14 +65,94 @@ def test_compile_ratio_reads_forge_compare_and_names_what_it_could_not_time():
 
 def test_gpus_spread_the_problems_round_robin_and_reach_each_forge_process(tmp_path):
     slots = bench.gpu_slots(bench.BenchSettings(jobs=6, gpus=4))
-    assert [slots.get() for _ in range(6)] == [0, 1, 2, 3, 0, 1]
+    assert [slots.take() for _ in range(6)] == [0, 1, 2, 3, 0, 1]
     unpinned = bench.gpu_slots(bench.BenchSettings(jobs=2))
-    assert [unpinned.get() for _ in range(2)] == [None, None]
+    assert [unpinned.take() for _ in range(2)] == [None, None]
     log = tmp_path / "run.log"  # FK_GPU reaches the subprocess: an invalid one is refused there
     out = bench._forge(["run", str(tmp_path / "none")], log, 60, {"FK_GPU": "x"})
     assert out.returncode == 2
     assert log.read_text().splitlines()[0] == f"$ FK_GPU=x forge run {tmp_path / 'none'}"
     assert "FK_GPU (environment) must be a GPU index, got 'x'" in log.read_text()
+
+
+def test_a_problem_too_big_to_share_waits_for_its_gpu_and_has_it_alone():
+    """Five jobs on two GPUs: a problem that asks for GPU 0 alone waits until the one running
+    there ends; meanwhile and while it runs, new problems go to GPU 1 or wait, never to GPU 0."""
+    import threading
+
+    from forgekernel.bench_slots import GpuSlots
+
+    slots = GpuSlots(jobs=5, gpus=2)
+    running, other, big = slots.take(), slots.take(), slots.take()
+    assert (running, other, big) == (0, 1, 0)
+    inside, leave, log = threading.Event(), threading.Event(), []
+
+    def alone() -> None:
+        with slots.alone(big):
+            inside.set()
+            leave.wait(5)
+            log.append("big out")
+        slots.give(big)
+
+    waiting: list = []
+    t_big = threading.Thread(target=alone)
+    t_big.start()
+    assert not inside.wait(0.2)  # GPU 0 still runs a problem
+    assert slots.take() == 1  # GPU 0 has a free slot, but a problem waits to have it alone
+    t_new = threading.Thread(target=lambda: (waiting.append(slots.take()), log.append("new in")))
+    t_new.start()
+    slots.give(running)
+    assert inside.wait(5)
+    t_new.join(0.2)
+    assert not waiting  # GPU 0 is the big problem's alone, GPU 1 full
+    leave.set()
+    t_big.join(5)
+    t_new.join(5)
+    assert waiting == [0] and log == ["big out", "new in"]
+
+
+def test_two_problems_that_need_one_gpu_alone_take_turns():
+    import threading
+    import time
+
+    from forgekernel.bench_slots import GpuSlots
+
+    slots = GpuSlots(jobs=2, gpus=1)
+    spans: list[tuple[float, float]] = []
+
+    def alone() -> None:
+        gpu = slots.take()
+        with slots.alone(gpu):
+            start = time.monotonic()
+            time.sleep(0.1)
+            spans.append((start, time.monotonic()))
+        slots.give(gpu)
+
+    threads = [threading.Thread(target=alone) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert len(spans) == 2 and not any(t.is_alive() for t in threads)
+    (s1, e1), (s2, e2) = sorted(spans)
+    assert e1 <= s2  # one after the other
+
+
+def test_a_task_whose_judge_footprint_is_over_the_share_is_too_big_to_share(tmp_path):
+    """The ReLU of KernelBench L1 19 at 4096 x 393216 fp32 (6 GiB in, 6 GiB out) is over an
+    8 GiB share (the judge keeps about 8 bytes per byte of it), not over a 1000 GiB one."""
+    from forgekernel.bench_slots import too_big_to_share
+    from forgekernel.kernelbench import convert
+
+    src = tmp_path / "19_ReLU.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def forward(self, x):\n        return torch.relu(x)\n\n"
+                   "batch_size = 4096\ndim = 393216\n\n"
+                   "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    convert(src, tmp_path / "run" / "task")
+    assert too_big_to_share(tmp_path / "run", 8.0)
+    assert not too_big_to_share(tmp_path / "run", 1000.0)
 
 
 def test_gpus_need_the_local_delivery_and_no_bench_dir_is_made(tmp_path):

@@ -11,9 +11,9 @@ where the delivery allows. The summary (:mod:`forgekernel.bench_summary`) is reb
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import queue
 import re
 import signal
 import statistics
@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forgekernel.bench_slots import GpuSlots, too_big_to_share
 from forgekernel.errors import ForgeError
 
 BENCH_TOML, RESULTS = "bench.toml", "results.jsonl"
@@ -191,21 +192,19 @@ def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: No
     return summary(root)
 
 
-def gpu_slots(settings: BenchSettings) -> queue.Queue:
-    """One slot per job, each a GPU index (round-robin over ``settings.gpus``) or None."""
-    slots: queue.Queue = queue.Queue()
-    for i in range(max(1, settings.jobs)):
-        slots.put(i % settings.gpus if settings.gpus > 0 else None)
-    return slots
+def gpu_slots(settings: BenchSettings) -> GpuSlots:
+    """One slot per job, each on a GPU (least busy first, so round-robin over
+    ``settings.gpus``) or None."""
+    return GpuSlots(settings.jobs, settings.gpus)
 
 
-def _on_a_slot(slots: queue.Queue, root: Path, problem: Problem,
+def _on_a_slot(slots: GpuSlots, root: Path, problem: Problem,
                settings: BenchSettings) -> dict[str, Any] | None:
-    gpu = slots.get()
+    gpu = slots.take()
     try:
-        return run_problem(root, problem, settings, gpu)
+        return run_problem(root, problem, settings, gpu, slots)
     finally:
-        slots.put(gpu)
+        slots.give(gpu)
 
 
 def summary(root: Path) -> dict[str, Any]:
@@ -217,7 +216,7 @@ def summary(root: Path) -> dict[str, Any]:
 
 
 def run_problem(root: Path, problem: Problem, settings: BenchSettings,
-                gpu: int | None = None) -> dict[str, Any] | None:
+                gpu: int | None = None, slots: GpuSlots | None = None) -> dict[str, Any] | None:
     """Convert (KernelBench files), run and read back one problem; never raises. None when
     `forge new` or `forge run` was interrupted (Ctrl-C, a signal): the problem is not finished
     and a later `forge bench` on the bench dir resumes it."""
@@ -243,17 +242,22 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings,
             return None
         if out.returncode != 0:
             return {**row, **_failed("convert", base / "new.log", out), "wall_s": _since(start)}
-    out = _forge(["run", str(run_dir), *settings.run_args()], base / "run.log",
-                 60 * settings.minutes + 600, env)
-    if _interrupted(out):
-        return None
-    row.update(_read_run(run_dir))
-    if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
-        row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
-    if settings.peers and row.get("correct") and row.get("timing") == "device":
-        if (peer := _compile_peer(base, run_dir, settings, row, env)) is None:
+    alone = slots is not None and gpu is not None and settings.share_gb is not None \
+        and too_big_to_share(run_dir, settings.share_gb)
+    with slots.alone(gpu) if alone else contextlib.nullcontext():
+        if alone:
+            row["gpu_alone"] = "its judge's estimated footprint is over the share: run with the GPU to itself"
+        out = _forge(["run", str(run_dir), *settings.run_args()], base / "run.log",
+                     60 * settings.minutes + 600, env)
+        if _interrupted(out):
             return None
-        row.update(peer)
+        row.update(_read_run(run_dir))
+        if out.returncode not in (0, 2) or (not row.get("best") and not row.get("statuses")):
+            row.update(_failed("run", base / "run.log", out))  # stopped before any verdict: say why
+        if settings.peers and row.get("correct") and row.get("timing") == "device":
+            if (peer := _compile_peer(base, run_dir, settings, row, env)) is None:
+                return None
+            row.update(peer)
     row["wall_s"] = _since(start)
     return row
 
