@@ -94,6 +94,10 @@ CASES = {
     "complex_rope": (_rope, ("q", "f"), lambda m, n: (_rand(2, m, 3, 2 * n), _rand(n)), [(5, 4), (1, 1), (7, 9)]),
     "complex_mix": (_complex_mix, ("x", "y"), lambda m, n: (_rand(m, n, 2), _rand(m, n, 2)),
                     [(3, 4), (1, 1), (6, 5)]),
+    # nn.Bilinear: ATen checks the weight's sizes as ints, Inductor leaves the form to ATen
+    "bilinear": (lambda x1, x2, w, b: torch.tanh(F.bilinear(x1, x2, w, b)), ("x1", "x2", "w", "b"),
+                 lambda m, n: (_rand(m, n), _rand(m, n + 2), _rand(n + 1, n, n + 2), _rand(n + 1)),
+                 [(4, 5), (1, 1), (9, 3)]),
     # an op on a complex value the rewrite does not know (a scan): the graph is left to ATen
     "complex_unknown": (lambda x: torch.view_as_real(torch.view_as_complex(x).cumsum(0)) * 2, ("x",),
                         lambda m, n: (_rand(m, n, 2),), [(3, 4), (1, 1)]),

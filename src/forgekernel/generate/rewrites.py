@@ -21,12 +21,13 @@ def traced_functions() -> Iterator[None]:
     constant: ``F.one_hot`` takes its class count as a plain int (a count read from a
     tensor's size would be fixed at the example's); the same comparison against an
     ``arange`` keeps it symbolic. The GRU and LSTM cells (``nn.GRUCell``, ``nn.LSTMCell``)
-    check their weights' sizes as plain ints in C++; the same gates written out stay symbolic."""
+    and ``nn.Bilinear`` check their weights' sizes as plain ints in C++ (and Inductor leaves
+    the bilinear form to ATen); the same computations written out stay symbolic."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
-    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell}
+    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear}
 
     class _Rewrites(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -66,6 +67,17 @@ def _lstm_cell(x: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: An
     i, f, g, o = gates.chunk(4, 1)
     cy = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(cy), cy
+
+
+def _bilinear(x1: Any, x2: Any, weight: Any, bias: Any = None) -> Any:
+    """ATen's bilinear, y[..., k] = x1 W_k x2 + b_k: one product of x1 with every W_k at
+    once, then each row's dot product with x2."""
+    out, in1, in2 = weight.shape
+    rows = x1.reshape(-1, in1)
+    a = rows @ weight.permute(1, 0, 2).reshape(in1, out * in2)
+    y = (a.view(rows.shape[0], out, in2) * x2.reshape(rows.shape[0], 1, in2)).sum(-1)
+    y = y if bias is None else y + bias
+    return y.view(*x1.shape[:-1], out)
 
 
 def select_sorted(sort: Any, x: Any, dim: int, keepdim: bool, rank: Any) -> Any:
