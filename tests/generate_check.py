@@ -137,7 +137,20 @@ def _count_slow_reduces() -> None:
     interpreter.ReduceOps.generic_reduce = counted
 
 
-def check(name: str, out: Path) -> None:
+class _Counted:
+    """A Triton kernel whose launches (``kernel[grid](...)``) are counted."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.kernel[grid]
+
+
+def check(case: str, out: Path) -> None:
+    """``case``: a name in CASES, or ``name@KNOB=value`` to run its candidate with a knob moved."""
+    name, _, moved = case.partition("@")
     fn, params, make, shapes = CASES[name]
     torch.manual_seed(0)
     example = list(make(*shapes[0]))
@@ -148,14 +161,19 @@ def check(name: str, out: Path) -> None:
     spec = importlib.util.spec_from_file_location(f"gen_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    if moved:
+        knob, value = moved.split("=")
+        assert hasattr(module, knob), knob
+        setattr(module, knob, int(value))
+    tails = module._rt_tail_kernel = _Counted(module._rt_tail_kernel)
     for shape in shapes:
         args = list(make(*shape))
         SLOW_REDUCES[0] = 0
         got = module.run(*args)
-        row = {"case": name, "shape": list(shape), "kernels": len(asm.kernels),
+        row = {"case": case, "shape": list(shape), "kernels": len(asm.kernels),
                "library": list(asm.library), "err": _error(got, fn(*args)),
                "fused": asm.text.count("runs fused into the convolution above"),
-               "slow_reduces": SLOW_REDUCES[0]}
+               "slow_reduces": SLOW_REDUCES[0], "tail_launches": tails.launches}
         print(json.dumps(row), flush=True)
 
 

@@ -67,7 +67,25 @@ def test_trace_reads_each_convolutions_channels_per_group_and_the_knobs_follow()
     assert _kinds(text, graph.conv_groups) == ("conv", "conv_direct")
     assert _kinds(text, ((16, 32),)) == ("conv",)  # product tiles only
     assert _kinds(text, ((1, 1), (3, 4))) == ("conv_direct",)  # depthwise, and 3 -> 4 channels
-    assert KNOB_GROUPS["conv_direct"] == (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"),)
+    assert KNOB_GROUPS["conv_direct"] == (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",))
+
+
+def test_the_fused_tail_knob_is_searched_only_where_a_tail_is_fused():
+    """RT_FUSE_TAIL (the runtime's, in every generated candidate) moves nothing unless a
+    convolution runs a tail through _rt_conv_tail; both convolution kernels carry it, once."""
+    from forgekernel.agents.builtin_generated import Generated, _template, tuning_groups
+
+    header = ("# --- knobs ---\nRT_PW_BLOCK = 1024\nRT_PW_WARPS = 4\nRT_FUSE_TAIL = 1\n"
+              "CONV_BLOCK_M = 128\nCONV_DIRECT_BLOCK = 1024\nCONV_DIRECT_WARPS = 4\n# --- end ---\n")
+
+    def groups(body: str) -> list:
+        text = header + body
+        return tuning_groups(Generated(text, (), (), ("conv", "conv_direct"), _template(text), "", 1))
+
+    plain, fused = groups("buf0 = extern_kernels.convolution(x, w)\n"), \
+        groups("buf0 = _rt_conv_tail(extern_kernels.convolution, x, w, epilogue=(e, ()))\n")
+    assert ("RT_FUSE_TAIL",) not in plain
+    assert fused.count(("RT_FUSE_TAIL",)) == 1 and ("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS") in fused
 
 
 def _check(*cases: str) -> list[dict]:
@@ -108,12 +126,15 @@ def test_element_wise_tails_fused_into_the_convolution_are_correct_at_other_shap
     """The in-place pointwise kernel after a convolution runs inside the convolution's kernels
     (generate/fuse.py): a per-channel bias (a tensor the epilogue reads), a channels-last
     output, a strided transposed convolution's phases (each a view of the output); each
-    candidate, lowered once, matches the reference at other shapes under the interpreter."""
+    candidate, lowered once, matches the reference at other shapes under the interpreter,
+    and so it does with RT_FUSE_TAIL=0 (the tail run after the convolution instead)."""
     cases = ("conv_relu", "conv_bias_tanh", "conv_cl_clamp", "convt_hardtanh")
-    rows = _check(*cases)
-    assert {r["case"] for r in rows} == set(cases)
-    for r in rows:
+    unfused = ("conv_bias_tanh@RT_FUSE_TAIL=0", "convt_hardtanh@RT_FUSE_TAIL=0")
+    rows = _check(*cases, *unfused)
+    assert {r["case"] for r in rows} == {*cases, *unfused}
+    for r in rows:  # RT_FUSE_TAIL=0: the same tail as a pass of its own after the convolution
         assert r["fused"] == 1 and r["err"] < 1e-4, r
+        assert (r["tail_launches"] > 0) is (r["case"] in unfused), r
 
 
 def test_generated_candidate_passes_the_source_policy(tmp_path):
@@ -1097,8 +1118,9 @@ def test_fusion_is_made_only_where_the_epilogue_works_in_place_in_memory_order(o
         assert body == FUSE_BODY and not sources
         return
     lines = body.splitlines()
-    call = next(ln for ln in lines if "extern_kernels.convolution(" in ln)
-    assert call.endswith(", 1, epilogue=(k0_epi, (arg4_1, s2, )))")
+    call = next(ln for ln in lines if "extern_kernels.convolution" in ln)
+    assert "= _rt_conv_tail(extern_kernels.convolution, " in call  # fused or not: RT_FUSE_TAIL
+    assert call.endswith(", 1, epilogue=(k0_epi, (arg4_1, tl.constexpr(s2), )))")  # sizes constexpr
     assert lines.index("ps0 = s1*s2") < lines.index(call)  # sizes the epilogue needs, moved up
     assert not any(".run(" in ln for ln in lines)
     again = body.replace("# k0 runs fused", "k0.run(buf2, arg4_1, s2, ps0, stream=raw_streamNone)\n#")
@@ -1141,9 +1163,9 @@ from forgekernel.task import load_task
 task = load_task(sys.argv[1])
 specs, _ = tc.capture_specs(task, Path(sys.argv[2]), tuple(w for w in task.workloads if w.smoke)[:1])
 for spec in specs:
-    assert spec.kwargs["EPI"] is not None, spec.kwargs
     ptx = tc.compile_spec(spec).asm["ptx"]
-    print("compiled", spec.name, len(re.findall(r"\\b(?:div|rem)\\.[su](?:32|64)\\b", ptx)))
+    epi = spec.kwargs.get("EPI") is not None
+    print("compiled", spec.name, epi, len(re.findall(r"\\b(?:div|rem)\\.[su](?:32|64)\\b", ptx)))
 """
 
 
@@ -1152,7 +1174,8 @@ def test_a_fused_convolution_passes_the_judge_and_compiles_for_sm90(tmp_path):
     the generated candidate fuses the tail into the convolution, passes the CPU judge at every
     visible and hidden workload, and its launch (the epilogue a constexpr function, its
     arguments a tuple, their sizes constexprs) compiles for sm_90 with no per-element
-    integer division (the same launch with the sizes as plain arguments has them)."""
+    integer division (the same launch with the sizes as plain arguments has them); with
+    RT_FUSE_TAIL = 0 the convolution and the tail's own pass compile."""
     task = _converted(tmp_path, CONV_MISH)
     _generate_and_judge(task, tmp_path, lambda text: "runs fused into the convolution" in text)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CUDA_VISIBLE_DEVICES": ""}
@@ -1160,14 +1183,17 @@ def test_a_fused_convolution_passes_the_judge_and_compiles_for_sm90(tmp_path):
     kernel = tmp_path / "work" / "kernel.py"
     generic = tmp_path / "generic.py"  # the epilogue's sizes as plain arguments
     generic.write_text(re.sub(r"tl\.constexpr\((\w+)\)", r"\1", kernel.read_text()))
-    divisions = []
-    for path in (kernel, generic):
+    apart = tmp_path / "apart.py"  # RT_FUSE_TAIL = 0: the tail a pass of its own
+    apart.write_text(kernel.read_text().replace("RT_FUSE_TAIL = 1", "RT_FUSE_TAIL = 0"))
+    runs = {}
+    for path in (kernel, generic, apart):
         proc = subprocess.run([sys.executable, "-c", STATIC_FUSED, task.root, str(path)],
                               capture_output=True, text=True, env=env, timeout=600)
-        assert proc.returncode == 0 and "compiled _conv_kernel" in proc.stdout, proc.stderr[-3000:]
-        divisions.append(sum(int(line.split()[-1]) for line in proc.stdout.splitlines()))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[path.stem] = {(w[1], w[2]): int(w[3]) for w in map(str.split, proc.stdout.splitlines())}
     # the epilogue decodes each element's channel: by constants, not per element at run time
-    assert divisions[0] <= 4 < divisions[1], divisions
+    assert runs["kernel"][("_conv_kernel", "True")] <= 4 < runs["generic"][("_conv_kernel", "True")], runs
+    assert set(runs["apart"]) == {("_conv_kernel", "False"), ("_rt_tail_kernel", "True")}, runs
 
 
 @pytest.mark.parametrize(("cin_g", "cout_g", "groups"), [

@@ -48,6 +48,7 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "CONV_NUM_WARPS": (2, 4, 8),
     "CONV_NUM_STAGES": (1, 2, 3, 4),
     "CONV_COPY_NHWC": (0, 1),
+    "RT_FUSE_TAIL": (0, 1),
     "CONV_DIRECT_BLOCK": (256, 512, 1024, 2048, 4096),
     "CONV_DIRECT_WARPS": (2, 4, 8),
 }
@@ -60,8 +61,8 @@ KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "gemm": (("GEMM_BLOCK_M", "GEMM_BLOCK_N"), ("GEMM_BLOCK_K", "GEMM_NUM_STAGES"),
              ("GEMM_NUM_WARPS",), ("GEMM_GROUP_M",)),
     "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
-             ("CONV_NUM_WARPS",), ("CONV_COPY_NHWC",)),
-    "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"),),
+             ("CONV_NUM_WARPS",), ("CONV_COPY_NHWC",), ("RT_FUSE_TAIL",)),
+    "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",)),
 }
 """Knobs swept together in one tuning row, by the kind of kernel they shape."""
 
@@ -273,7 +274,10 @@ def render(task: TaskSpec, knobs: dict[str, Any]) -> str:
 def tuning_groups(gen: Generated) -> list[tuple[str, ...]]:
     """The knob groups worth a tuning row for this candidate, in order."""
     have = {k.name for k in gen.template.knobs}
-    return [g for kind in gen.kinds for g in KNOB_GROUPS.get(kind, ()) if set(g) <= have]
+    if "_rt_conv_tail(" not in gen.text:  # no tail fused into a convolution: nothing to move
+        have.discard("RT_FUSE_TAIL")
+    groups = [g for kind in gen.kinds for g in KNOB_GROUPS.get(kind, ()) if set(g) <= have]
+    return list(dict.fromkeys(groups))  # once, though both convolution kernels run
 
 
 def _one_line(exc: BaseException) -> str:

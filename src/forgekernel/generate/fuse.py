@@ -6,7 +6,9 @@ works in place on the output (``in_out_ptr0``: Inductor reuses a buffer only whe
 element is read where it is written), forge's convolution can run it on each output tile
 right after storing it, while the tile is still in the L2, instead of a second pass over the
 whole output through memory: :func:`epilogues` rewrites the ``call`` body to pass the kernel,
-as a ``@triton.jit`` function of (offsets, mask, args), to ``convolution(..., epilogue=)``.
+as a ``@triton.jit`` function of (offsets, mask, args), to ``convolution(..., epilogue=)``
+through the runtime's ``_rt_conv_tail``, which runs it as a pass of its own instead when the
+candidate's ``RT_FUSE_TAIL`` knob is 0 (the search tries both).
 
 A fusion is made only when all of this holds, else the body is left as it was:
 
@@ -94,7 +96,9 @@ def _fuse(lines: list[str], i: int, j: int, sizes: list[int], shapes: list[str],
     # its index arithmetic then divides by constants, not per element by run-time sizes
     passed = [f"tl.constexpr({a})" if re.fullmatch(r"ks\d+", p) else a
               for p, a in zip(params[1:-1], args[:-1], strict=True)]
-    call = lines[i].rstrip()[:-1] + f", epilogue=({name}, ({''.join(a + ', ' for a in passed)})))"
+    out_name, conv_args = CONV.match(lines[i].strip()).groups()  # fused or not: the RT_FUSE_TAIL knob
+    call = (f"{indent}{out_name} = _rt_conv_tail(extern_kernels.convolution, {conv_args}, "
+            f"epilogue=({name}, ({''.join(a + ', ' for a in passed)})))")
     moved = [lines[k] for k in sizes]
     out = lines[:i] + moved + [call] + [ln for k, ln in enumerate(lines[i + 1:j], i + 1) if k not in sizes]
     out += [f"{indent}# {kernel.name} runs fused into the convolution above"] + lines[j + 1:]

@@ -26,6 +26,7 @@ RT_RED_TILE = 4096
 RT_RED_OUTER_XBLOCK = 64
 RT_RED_OUTER_RBLOCK = 8
 RT_RED_WARPS = 8
+RT_FUSE_TAIL = 1
 # --- end ---
 
 _RT_GRID_Y_MAX = 65535
@@ -249,6 +250,28 @@ def _th_select_one(x, mask, dim, keep_dims=False):
 
 _RT_BLOCKS = ("XBLOCK", "YBLOCK", "ZBLOCK", "R0_BLOCK")
 _RT_NUMELS = ("xnumel", "ynumel", "znumel", "r0_numel")
+
+
+@triton.jit
+def _rt_tail_kernel(n, EPI: tl.constexpr, epi_args, BLOCK: tl.constexpr, INDEX64: tl.constexpr):
+    """A convolution's element-wise tail as a pass of its own over the output."""
+    start = tl.program_id(0).to(tl.int64) * BLOCK if INDEX64 else tl.program_id(0) * BLOCK
+    offs = start + tl.arange(0, BLOCK)
+    EPI(offs, offs < n, epi_args)
+
+
+def _rt_conv_tail(conv, *args, epilogue):
+    """``conv(*args)`` with the element-wise tail ``epilogue`` run on each output tile inside
+    the convolution's kernels (RT_FUSE_TAIL = 1) or over the whole output after it (0)."""
+    if RT_FUSE_TAIL:
+        return conv(*args, epilogue=epilogue)
+    y = conv(*args)
+    n = y.numel()
+    if n:
+        _rt_tail_kernel[(-(-n // RT_PW_BLOCK),)](n, EPI=epilogue[0], epi_args=(y, *epilogue[1]),
+                                                  BLOCK=RT_PW_BLOCK, INDEX64=n >= _RT_INT32_MAX,
+                                                  num_warps=RT_PW_WARPS)
+    return y
 
 
 class _RtLaunch:
