@@ -204,24 +204,29 @@ def _retype_ok(n: Any) -> bool:
     return str(other).removeprefix("torch.") == PART.get(str(value).removeprefix("torch."))
 
 
+def _shape(n: Any) -> list[Any]:
+    """A view's shape argument with the pair dimension added."""
+    return [*n.args[1], 2]
+
+
+def _conj(e: _Emit, n: Any) -> Any:
+    import torch
+
+    ar, ai = e.parts(n.args[0])
+    return e.join(ar, e(torch.ops.aten.neg.default, ai))
+
+
+def _same(e: _Emit, n: Any) -> Any:
+    return e.pair(n.args[0])
+
+
 def _rules() -> dict[Any, Any]:
     import torch
 
     aten, prims = torch.ops.aten, torch.ops.prims
-
-    def shape(n: Any) -> list[Any]:
-        return [*n.args[1], 2]
-
-    def conj(e: _Emit, n: Any) -> Any:
-        ar, ai = e.parts(n.args[0])
-        return e.join(ar, e(aten.neg.default, ai))
-
-    def same(e: _Emit, n: Any) -> Any:
-        return e.pair(n.args[0])
-
     return {
         aten.view_as_complex.default: lambda e, n: n.args[0],
-        aten.view_as_real.default: same,
+        aten.view_as_real.default: _same,
         aten.polar.default: _polar,
         aten.complex.default: lambda e, n: e.join(*n.args),
         aten.real.default: lambda e, n: e.parts(n.args[0])[0],
@@ -234,15 +239,15 @@ def _rules() -> dict[Any, Any]:
         aten.div.Tensor: _quotient,
         aten.exp.default: _exp,
         aten.neg.default: lambda e, n: e(aten.neg.default, e.pair(n.args[0])),
-        aten.conj_physical.default: conj,
-        aten._conj.default: conj,
-        aten.resolve_conj.default: same,
-        aten.resolve_neg.default: same,
+        aten.conj_physical.default: _conj,
+        aten._conj.default: _conj,
+        aten.resolve_conj.default: _same,
+        aten.resolve_neg.default: _same,
         aten.clone.default: lambda e, n: e(aten.clone.default, e.pair(n.args[0])),
-        aten.view.default: lambda e, n: e(aten.reshape.default, e.pair(n.args[0]), shape(n)),
-        aten.reshape.default: lambda e, n: e(aten.reshape.default, e.pair(n.args[0]), shape(n)),
-        aten._unsafe_view.default: lambda e, n: e(aten.reshape.default, e.pair(n.args[0]), shape(n)),
-        aten.expand.default: lambda e, n: e(aten.expand.default, e.pair(n.args[0]), shape(n)),
+        aten.view.default: lambda e, n: e(aten.reshape.default, e.pair(n.args[0]), _shape(n)),
+        aten.reshape.default: lambda e, n: e(aten.reshape.default, e.pair(n.args[0]), _shape(n)),
+        aten._unsafe_view.default: lambda e, n: e(aten.reshape.default, e.pair(n.args[0]), _shape(n)),
+        aten.expand.default: lambda e, n: e(aten.expand.default, e.pair(n.args[0]), _shape(n)),
         aten.unsqueeze.default: lambda e, n: e(aten.unsqueeze.default, e.pair(n.args[0]),
                                                _dim(n, n.args[1], extra=1)),
         aten.squeeze.dim: lambda e, n: e(aten.squeeze.dim, e.pair(n.args[0]), _dim(n, n.args[1])),
