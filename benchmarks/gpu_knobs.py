@@ -58,10 +58,6 @@ def _points(gen) -> list[dict[str, int]]:
     return points
 
 
-POINTS_LIMIT = [None]
-"""How many knob points are timed per problem (None: all; 1 with --defaults-only)."""
-
-
 def _time(fn, args) -> float:
     return float(do_bench(lambda: fn(*args), warmup=10, rep=60))
 
@@ -78,7 +74,9 @@ def _same(out, ref) -> tuple[bool, float]:
     return True, worst
 
 
-def sweep(py: Path, work: Path, deadline: float) -> dict:
+def sweep(py: Path, work: Path, deadline: float, defaults_only: bool = False) -> dict:
+    """The problem's variants timed (only its default candidate, without torch.compile, with
+    ``defaults_only``)."""
     out = work / py.stem
     kernelbench.convert(py, out)
     spec = task_mod.load_task(out)
@@ -94,7 +92,7 @@ def sweep(py: Path, work: Path, deadline: float) -> dict:
         row = {"problem": py.stem, "kinds": list(gen.kinds), "graph": gen.graph,
                "eager_ms": _time(ref, inputs)}
         try:
-            if POINTS_LIMIT[0] == 1:
+            if defaults_only:
                 raise RuntimeError("not timed with --defaults-only")
             compiled = torch.compile(ref)
             compiled(*inputs)
@@ -104,7 +102,7 @@ def sweep(py: Path, work: Path, deadline: float) -> dict:
         print(f"{py.stem}: eager {row['eager_ms']:.4f} ms, compile {row['compile_ms']} ms, "
               f"kinds {','.join(gen.kinds)}", flush=True)
         row["variants"] = []
-        for i, knobs in enumerate(_points(gen)[:POINTS_LIMIT[0]]):
+        for i, knobs in enumerate(_points(gen)[:1] if defaults_only else _points(gen)):
             if time.monotonic() > deadline:
                 row["stopped"] = "budget"
                 break
@@ -151,8 +149,6 @@ def main() -> int:
                     help="time the default candidate only (comparing source trees: scripts/gpu_bisect.sh)")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
-    if args.defaults_only:
-        POINTS_LIMIT[0] = 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
@@ -164,7 +160,7 @@ def main() -> int:
             if time.monotonic() > deadline:
                 break
             try:
-                doc["rows"].append(sweep(Path(f), Path(tmp), deadline))
+                doc["rows"].append(sweep(Path(f), Path(tmp), deadline, args.defaults_only))
             except Exception as exc:  # noqa: BLE001
                 doc["rows"].append({"problem": Path(f).stem, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 print(f"{Path(f).stem}: {doc['rows'][-1]['error']}", flush=True)

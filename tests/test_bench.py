@@ -153,6 +153,7 @@ def test_a_task_whose_judge_footprint_is_over_the_share_is_too_big_to_share(tmp_
     convert(src, tmp_path / "run" / "task")
     assert too_big_to_share(tmp_path / "run", 8.0)
     assert not too_big_to_share(tmp_path / "run", 1000.0)
+    assert not too_big_to_share(tmp_path / "no_task_here", 8.0)  # its forge run will say why
 
 
 def test_gpus_need_the_local_delivery_and_no_bench_dir_is_made(tmp_path):

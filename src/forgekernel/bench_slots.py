@@ -71,11 +71,15 @@ class GpuSlots:
 
 def too_big_to_share(run_dir: Path, share_gb: float) -> bool:
     """Whether the judge's estimated device footprint for the task in ``run_dir`` (its largest
-    workload, as the judge sizes it when asking for the GPU) is over ``share_gb`` GiB."""
+    workload, as the judge sizes it when asking for the GPU) is over ``share_gb`` GiB. A task
+    that cannot be loaded here is not (its `forge run` says what is wrong with it)."""
     from forgekernel.judge.problem import Problem
     from forgekernel.judge.worker import FOOTPRINT_FACTOR
     from forgekernel.task import load_task
 
-    task = load_task(run_dir / "task", check_reference=False)
-    footprint = FOOTPRINT_FACTOR * Problem(task, "cpu").footprint(list(task.workloads))
+    try:
+        task = load_task(run_dir / "task", check_reference=False)
+        footprint = FOOTPRINT_FACTOR * Problem(task, "cpu").footprint(list(task.workloads))
+    except Exception:  # noqa: BLE001 - bench.run_problem never raises
+        return False
     return footprint > share_gb * (1 << 30)

@@ -12,6 +12,7 @@ the graph is left as it was (Inductor's own handling, ATen, stands).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -23,6 +24,8 @@ def as_real(graph: Any) -> None:
     if not touched or any(n.op != "call_function" or _rule(n) is None for n in touched):
         return
     fake = torch._guards.detect_fake_mode([n.meta.get("val") for n in graph.nodes if n.op == "placeholder"])
+    if fake is None:  # no fake values to give the new nodes: left as it was
+        return
     pairs: dict[Any, Any] = {}
     with fake:
         for n in touched:
@@ -220,6 +223,12 @@ def _same(e: _Emit, n: Any) -> Any:
     return e.pair(n.args[0])
 
 
+_WITH_SECOND_ARG = {"view", "reshape", "_unsafe_view", "expand", "unsqueeze", "squeeze", "permute",
+                    "select", "slice", "sum", "sym_size"}
+"""Ops (by overload packet) whose rule reads their second argument (a shape or a dimension)."""
+
+
+@functools.cache
 def _rules() -> dict[Any, Any]:
     import torch
 
@@ -264,20 +273,18 @@ def _rules() -> dict[Any, Any]:
     }
 
 
-_RULES: list[dict[Any, Any]] = []
-
-
 def _rule(n: Any) -> Any:
     """How node ``n`` (which touches a complex value) is rewritten; None where it cannot be:
     an op not listed, a complex Python number, a keyword argument the rule would drop, a
-    conversion from complex to real, a sum over every dimension."""
+    dimension or shape argument left to its default, a conversion from complex to real, a sum
+    over every dimension."""
     import torch
 
     aten = torch.ops.aten
-    if not _RULES:
-        _RULES.append(_rules())
-    rule = _RULES[0].get(n.target)
+    rule = _rules().get(n.target)
     if rule is None or any(isinstance(a, complex) for a in n.args):
+        return None
+    if n.target.overloadpacket.__name__ in _WITH_SECOND_ARG and len(n.args) < 2:
         return None
     if set(n.kwargs) - ({"alpha"} if n.target in (aten.add.Tensor, aten.sub.Tensor) else set()):
         return None

@@ -269,7 +269,7 @@ def _rt_conv_tail(conv, *args, epilogue):
     n = y.numel()
     if n:
         _rt_tail_kernel[(-(-n // RT_PW_BLOCK),)](n, EPI=epilogue[0], epi_args=(y, *epilogue[1]),
-                                                  BLOCK=RT_PW_BLOCK, INDEX64=n >= _RT_INT32_MAX,
+                                                  BLOCK=RT_PW_BLOCK, INDEX64=n + RT_PW_BLOCK > _RT_INT32_MAX,
                                                   num_warps=RT_PW_WARPS)
     return y
 
