@@ -3,7 +3,8 @@
 # device calls. Run there as: source scripts/gpu_env.sh && COMMIT=<sha> bash benchmarks/gpu_kb_bench.sh
 # BENCH (default .artifacts/kb_h200) is created on the first call (SAMPLE problems of .kb's
 # level1+level2, seed SEED; the problems spread over the machine's GPUs) and resumed on later ones; each call stops after LIMIT seconds and
-# packs the bench dir (summary, results, every problem's ledger, log and report) into
+# (a bench that has not stopped 40 s after its SIGINT, its running problems still ending, is
+# killed: those problems resume on the next call) packs the bench dir (summary, results, every problem's ledger, log and report) into
 # $OUT/bench.tgz, which a later call on a fresh machine can unpack into BENCH to resume.
 # COMMIT (required) is the commit of the working tree sent to the machine (its git copy may
 # be older); it goes with the device, date and versions into $OUT/meta.json.
@@ -26,7 +27,7 @@ else
         ${SHARE:+--share-gpu "$SHARE"})
 fi
 start=$(date +%s)
-timeout -s INT "$LIMIT" python3 -m forgekernel.cli bench "${args[@]}" 2>&1 | tail -40
+timeout -k 40 -s INT "$LIMIT" python3 -m forgekernel.cli bench "${args[@]}" 2>&1 | tail -40
 echo "bench call ended after $(( $(date +%s) - start )) s"
 # what a later call (or the repo) needs: no candidate caches, no build outputs
 tar -czf "$OUT/bench.tgz" -C "$BENCH" --exclude='*/.cache' --exclude='*/__pycache__' --exclude='*.so' \

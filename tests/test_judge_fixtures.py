@@ -8,6 +8,7 @@ needs them).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,20 @@ def test_an_answer_the_fp32_reference_gives_passes_where_it_misses_the_float64_o
     (tmp_path / "kernel.py").write_text(off.replace("r / 10.0, mask", "(r + 1.0) / 10.0, mask"))
     verdict = judge(task, tmp_path, make_runner("cpu"), opts)
     assert verdict.status is Status.WRONG_VALUES, verdict.reason
+
+
+@pytest.mark.parametrize("name", ["correct/rmsnorm_rowwise", "cheating/rmsnorm_mutate_inputs",
+                                  "cheating/rmsnorm_uninit_accumulator", "wrong/rmsnorm_wrong_values"])
+def test_copies_in_host_memory(name):
+    """Planned with almost no device memory (``forge judge --device-memory``), the verifier keeps
+    its pristine inputs, outputs and inputs after in host memory: the verdict is the same."""
+    path = KERNELS / name
+    verdict = _judge(path, device_memory_gib=1e-6)
+    _common(verdict, path)
+    assert verdict.profile["host_copies"], "the plan did not keep any workload's copies on the host"
+    usual = _judge(path)
+    assert not usual.profile["host_copies"]
+    def words(reason: str) -> str:  # the inputs come from secret seeds: errors differ by draw
+        return re.sub(r"\d[\d.e+-]*", "#", reason)
+
+    assert (verdict.status, words(verdict.reason)) == (usual.status, words(usual.reason))

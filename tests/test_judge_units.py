@@ -164,12 +164,21 @@ def test_compare_nonfinite_zero_constant_and_exact():
 
 def test_bitwise_equal_and_fingerprint():
     a = torch.tensor([1.0, float("nan"), 3.0])
-    same, _ = correctness.bitwise_equal(a, a.clone())
+    same, _ = values.bitwise_equal(a, a.clone())
     assert same
     b = a.clone()
     b[2] = 3.0000002
-    assert correctness.bitwise_equal(a, b) == (False, (2,))
+    assert values.bitwise_equal(a, b) == (False, (2,))
     assert values.fingerprint(a) != values.fingerprint(b)
+    # a piece at a time: the first difference in a later piece, by its index in the whole tensor
+    big = torch.randn(6, 7)
+    other = big.clone()
+    other[5, 3] = float("nan")
+    other[4, 1] += 1.0
+    assert values.bitwise_equal(big, other, piece=5) == (False, (4, 1))
+    assert values.bitwise_equal(big.t(), big.t().clone(), piece=4) == (True, None)
+    assert values.bitwise_equal(big, big.reshape(7, 6)) == (False, None)
+    assert values.fingerprint(big, piece=5, device="cpu") == values.fingerprint(big)
 
 
 def test_structure_checks():
@@ -505,8 +514,9 @@ def test_the_verifier_running_out_of_device_memory_is_no_verdict_on_the_candidat
 
     out = worker._judge(Session(), {}, {"versions": {}, "device": "cuda"})
     assert "status" not in out and Session.closed
-    assert out["judge_error"].startswith("the verifier ran out of device memory (largest workload: "
+    assert out["judge_error"].startswith("device memory ran out in the verifier (largest workload: "
                                          "M=4096 x N=393216): CUDA out of memory")
+    assert "--device-memory" in out["judge_error"]
 
 
 def test_spent_sums_each_kind_and_keeps_its_slowest_occurrence():

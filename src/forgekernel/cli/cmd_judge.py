@@ -99,13 +99,18 @@ def judge(
         False, "--library-kernels", help="Count an installed library's Triton kernels (Liger, say) as "
         "the kernel's own, as a task's [policy] library_kernels = true does."),
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
+    device_memory: float = typer.Option(
+        None, "--device-memory", min=0.001, metavar="GIB", help="Device memory the judge plans its own "
+        "copies with (default: what the GPU has free); workloads over an eighth of it keep the judge's "
+        "copies in host memory."),
 ) -> None:
     """Judge a kernel: correctness on visible and hidden workloads, integrity, timing."""
     from forgekernel.judge import JudgeOptions
 
     options = JudgeOptions(trials=trials, timeout_s=timeout, timing=not no_timing, graphs=graphs,
                            perf_reference=perf_reference, static=not no_static,
-                           library_kernels=library_kernels, unsafe_no_sandbox=unsafe_no_sandbox)
+                           library_kernels=library_kernels, unsafe_no_sandbox=unsafe_no_sandbox,
+                           device_memory_gib=device_memory)
     _run(task_dir, kernel, delivery, options, as_json)
 
 

@@ -58,11 +58,15 @@ def _input_bytes(args: list[Any]) -> int:
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
-def calls_per_batch(ref_ms: float, args: list[Any]) -> int:
-    """K: enough calls for a batch of BATCH_MS and a pool of POOL_MIN_BYTES, at most MAX_K."""
+def calls_per_batch(ref_ms: float, args: list[Any], out_bytes: int = 0) -> int:
+    """K: enough calls for a batch of BATCH_MS and a pool of POOL_MIN_BYTES, at most MAX_K,
+    and at most what keeps K input sets and K calls' outputs (``out_bytes`` each; a batch
+    holds them all until it ends) within POOL_MAX_BYTES; never fewer than 2. A matmul over
+    a short K (4 GB out of 16 MB in) took 15 calls and ran an 80 GB card out of memory."""
     by_time = int(BATCH_MS / max(ref_ms, 1e-3)) + 1
     by_pool = -(-POOL_MIN_BYTES // max(_input_bytes(args), 1))
-    return max(2, min(MAX_K, max(by_time, by_pool)))
+    most = POOL_MAX_BYTES // max(_input_bytes(args) + out_bytes, 1)
+    return max(2, min(MAX_K, most, max(by_time, by_pool)))
 
 
 def candidate_calls(session: Any, slot: Any, ref_ms: float, args: list[Any]) -> int:
@@ -75,8 +79,8 @@ def candidate_calls(session: Any, slot: Any, ref_ms: float, args: list[Any]) -> 
 
     floor = audit.roofline_floor(session.task, slot.wl, [(o.shape, cx.dtype_name(o)) for o in slot.outputs],
                                  session.device_name)
-    k = calls_per_batch(min(ref_ms, floor.floor_ms) if floor else ref_ms, args)
-    return max(2, min(k, POOL_MAX_BYTES // max(_input_bytes(args), 1)))
+    return calls_per_batch(min(ref_ms, floor.floor_ms) if floor else ref_ms, args,
+                           sum(o.nbytes for o in slot.outputs))
 
 
 class ReferenceGate:
@@ -143,6 +147,8 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     slices, nbytes = ipc.layout([a for a in example if hasattr(a, "numel")] * k)
     pool = session.cand.pool(nbytes)
     views, descs = _pool_sets(pool, slices, example, k)
+    where = session.placement(slot, example)
+    del example
     ref_sets = [problem.make(wl, inp.secret_seed()) for _ in range(k_ref)]
     session.cand.pools(slot, pool.describe(), descs)
     run = _Rounds(session, slot, (ref_fn, ref_sets), views, k)
@@ -151,7 +157,7 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     session.tails[slot.label] = {**_tail(slot, run.tails, run.ref_tails), "retaken": run.retaken,
                                  "disturbed_kept": run.kept}
     picks = sorted({secrets.randbelow(k), k - 1})
-    outs = session.cand.collect(slot, picks)
+    outs = session.cand.collect(slot, picks, keep=where.keep)
     with session.spent("verify_timed"):
         for j, got in zip(picks, outs, strict=True):
             timed.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)

@@ -141,7 +141,7 @@ def mutated_inputs(args: list[Any], pristine: list[Any]) -> list[int]:
     """Indices of tensor inputs whose bits differ from their pristine copies."""
     import torch
 
-    from forgekernel.judge.correctness import bitwise_equal
+    from forgekernel.judge.values import bitwise_equal
 
     return [i for i, (a, p) in enumerate(zip(args, pristine, strict=True))
             if isinstance(a, torch.Tensor) and not bitwise_equal(a, p)[0]]

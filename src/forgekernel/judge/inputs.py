@@ -158,18 +158,25 @@ def to_device(value: Any, device: str) -> Any:
     return value
 
 
-def upcast(args: list[Any]) -> list[Any]:
-    """float64 copies of the floating tensors (others unchanged): the oracle's inputs."""
+def upcast(args: list[Any], device: str | None = None) -> list[Any]:
+    """float64 copies of the floating tensors (others unchanged): the oracle's inputs, moved
+    to ``device`` when given (the verifier may keep its pristine inputs in host memory)."""
     import torch
 
-    return [a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-            for a in args]
+    def up(a: Any) -> Any:
+        if not isinstance(a, torch.Tensor):
+            return a
+        dtype = torch.float64 if a.is_floating_point() else a.dtype
+        return a.to(device=device or a.device, dtype=dtype)
+
+    return [up(a) for a in args]
 
 
-def clone_args(args: list[Any]) -> list[Any]:
+def clone_args(args: list[Any], device: str | None = None) -> list[Any]:
+    """Copies of the tensors (on ``device`` when given), other values as they are."""
     import torch
 
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    return [a.to(device or a.device, copy=True) if isinstance(a, torch.Tensor) else a for a in args]
 
 
 def refill(args: list[Any], fresh: list[Any]) -> None:

@@ -40,6 +40,11 @@ class JudgeOptions(BaseModel):
     library_kernels: bool = False
     """Judge as if the task's ``[policy] library_kernels`` were on (``forge judge
     --library-kernels``): an installed library's Triton kernels count as the candidate's."""
+    device_memory_gib: float | None = Field(None, gt=0)
+    """Device memory the verifier plans its own copies with (``forge judge --device-memory``;
+    default: what the GPU reports free once the reference is calibrated). A workload moving
+    over an eighth of it per call keeps the verifier's copies in host memory
+    (:mod:`forgekernel.judge.residency`); set it below the card's when other jobs share it."""
     lead: bool = True
     """Keep the stream busy with a calibrated spin while the host enqueues each timed call
     (see :mod:`forgekernel.judge.timing`); off only to measure what the lead changes."""

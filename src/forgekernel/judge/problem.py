@@ -136,18 +136,19 @@ class Problem:
         return self.oracle_with_inputs(wl, args)[0]
 
     def oracle_with_inputs(self, wl: Workload, args: list[Any]) -> tuple[tuple[Any, ...], list[Any]]:
-        """The oracle's outputs and its (float64) inputs after the call."""
+        """The oracle's outputs and its (float64) inputs after the call, on this problem's
+        device wherever ``args`` are (the verifier may keep them in host memory)."""
         import torch
 
         with torch.no_grad():
             if not self.own_precision:
-                up = inp.upcast(args)
+                up = inp.upcast(args, self.device)
                 fn = self._pair(wl)[1] if self.kernelbench else self.ref.run
                 try:
                     return outputs_of(fn(*up)), up
                 except Exception as exc:  # noqa: BLE001 - tried once more in the reference's own dtype
                     why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-            own = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+            own = inp.clone_args(args, self.device)
             outs = outputs_of(self.reference_callable(wl)(*own))  # if this raises, the reference fails
             if not self.own_precision:
                 self.own_precision = True

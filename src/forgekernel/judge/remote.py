@@ -151,12 +151,14 @@ class CandidateProcess:
                   hidden=hidden)
 
     def call(self, slot: Any, key: str, args: list[Any], *, pattern: int | None, timeout_s: float,
-             return_inputs: bool = False, reuse: bool = False,
-             observe: bool = True) -> tuple[tuple[Any, ...], dict[str, Any], list[Any] | None]:
+             return_inputs: bool = False, reuse: bool = False, observe: bool = True,
+             keep: Any = None) -> tuple[tuple[Any, ...], dict[str, Any], list[Any] | None]:
         """Run the candidate once on ``args``: (outputs, observed facts, its inputs after).
         ``reuse``: in the buffers of the last reused call on this workload, refilled. On a
         GPU, inputs and outputs pass through a device pool of the verifier's (no copy to the
-        host); elsewhere, through raw-byte files in the scratch dir."""
+        host); elsewhere, through raw-byte files in the scratch dir. ``keep`` copies what
+        comes back out of the pool (default: a device clone; a residency may keep it on the host)."""
+        keep = keep or _clone
         self.calls += 1
         prefix = f"c{self.calls}_"
         message = {"op": "call", "key": key, "poison": pattern,
@@ -170,10 +172,10 @@ class CandidateProcess:
             message.update(staged.message)
         reply = self._ask(message, timeout_s, phase="run", where=slot.label, hidden=slot.wl.hidden)
         self._took(reply.get("took"))
-        outs = self._outputs(reply.get("outputs"), slot, staged)
+        outs = self._outputs(reply.get("outputs"), slot, staged, keep)
         after = None
         if return_inputs and staged is not None:
-            after = [v.clone() if v is not None else a for v, a in zip(staged.inputs, args, strict=True)]
+            after = [keep(v) if v is not None else a for v, a in zip(staged.inputs, args, strict=True)]
         elif return_inputs:
             after = [wire.get(d, self.ex.scratch, self.session.device, max_bytes=_bytes(a))
                      if "tensor" in d else a for d, a in zip(reply["inputs"], args, strict=True)]
@@ -223,8 +225,10 @@ class CandidateProcess:
         return _Staged(message, inputs, [pool.view(s) for s in out_slices])
 
     def _collect_slices(self, slot: Any, n: int) -> tuple[Any, list[list[dict[str, Any]]], list[list[Any]]]:
-        """A pool of its own for ``n`` calls' outputs, cleared to 0xFF: (the pool, per call
-        the slices' descriptions and the verifier's views of them)."""
+        """A pool for ``n`` calls' outputs, cleared to 0xFF: the staging pool where it is large
+        enough (a pool's device memory is freed only with the executor, so a new one per timed
+        workload adds up), else one of its own; (the pool, per call the slices' descriptions
+        and the verifier's views of them)."""
         import dataclasses
 
         import torch
@@ -233,7 +237,7 @@ class CandidateProcess:
 
         outs = [torch.empty(o.shape, dtype=o.dtype, device="meta") for o in slot.outputs]
         slices, nbytes = ipc.layout(outs * n)
-        pool = self.pool(nbytes)
+        pool = self.staging if self.staging is not None and self.staging.nbytes >= nbytes else self.pool(nbytes)
         for s in slices:
             pool.view(s).reshape(-1).view(torch.uint8).fill_(0xFF)
         torch.cuda.synchronize()
@@ -297,8 +301,9 @@ class CandidateProcess:
         self._ask({"op": "ping", "sync": sync}, 60.0, phase="timing", where=where)
         return time.perf_counter() - start
 
-    def collect(self, slot: Any, picks: list[int]) -> list[tuple[Any, ...]]:
-        """The outputs of calls ``picks`` of the last batch, checked and rebuilt."""
+    def collect(self, slot: Any, picks: list[int], keep: Any = None) -> list[tuple[Any, ...]]:
+        """The outputs of calls ``picks`` of the last batch, checked and rebuilt (copied by
+        ``keep``, as in :meth:`call`)."""
         self.calls += 1
         prefix = f"b{self.calls}_"
         message: dict[str, Any] = {"op": "collect", "picks": picks, "prefix": prefix}
@@ -307,7 +312,7 @@ class CandidateProcess:
             pool, slices, views = self._collect_slices(slot, len(picks))
             message.update(pool=pool.describe(), outputs_to=slices)
         reply = self._ask(message, 120.0, phase="timing", where=slot.label)
-        outs = [self._outputs(d, slot, _Staged({}, [], views[n]) if views else None)
+        outs = [self._outputs(d, slot, _Staged({}, [], views[n]) if views else None, keep)
                 for n, d in enumerate(reply.get("outputs", [])[:len(picks)])]
         if len(outs) != len(picks):
             raise Failure(Status.REJECTED, "the executor returned other outputs than asked for",
@@ -319,7 +324,7 @@ class CandidateProcess:
         for path in self.ex.scratch.glob(prefix + "*"):
             path.unlink(missing_ok=True)
 
-    def _outputs(self, descs: Any, slot: Any, staged: _Staged | None = None) -> tuple[Any, ...]:
+    def _outputs(self, descs: Any, slot: Any, staged: _Staged | None = None, keep: Any = None) -> tuple[Any, ...]:
         """The outputs, rebuilt after their descriptions passed the structure checks (from
         the verifier's own views of the staging pool when the executor copied them there)."""
         from forgekernel.judge import correctness as cx
@@ -334,7 +339,7 @@ class CandidateProcess:
             if not all(d.get("pooled") for d in descs):
                 raise Failure(Status.REJECTED, "the executor did not place its outputs where asked",
                               {"kind": "channel"}, fatal=True)
-            return tuple(v.clone() for v in staged.outputs)
+            return tuple((keep or _clone)(v) for v in staged.outputs)
         try:
             return tuple(wire.get(d, self.ex.scratch, self.session.device, max_bytes=o.nbytes)
                          for d, o in zip(descs, slot.outputs, strict=True))
@@ -350,6 +355,10 @@ class _Staged:
     message: dict[str, Any]
     inputs: list[Any]
     outputs: list[Any]
+
+
+def _clone(t: Any) -> Any:
+    return t.clone()
 
 
 def key_of(slot: Any) -> str:

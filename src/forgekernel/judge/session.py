@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import accounting, guards, values, wire
+from forgekernel.judge import accounting, guards, residency, values, wire
 from forgekernel.judge import correctness as cx
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
 from forgekernel.judge.options import JudgeOptions
 from forgekernel.judge.problem import Problem
-from forgekernel.records import Status, TaskSpec, Workload, WorkloadResult
+from forgekernel.judge.slots import OutSpec, Slot
+from forgekernel.records import Status, TaskSpec
 
 REFERENCE_SHARE = 0.5
 """Share of the judge's timeout one calibration call of the reference may take."""
@@ -34,51 +34,6 @@ finite value in bf16/fp32 (NaN in fp16)."""
 
 class ReferenceHang(RuntimeError):
     """The reference did not return within its share of the judge's timeout."""
-
-
-@dataclass(frozen=True)
-class OutSpec:
-    """Shape, dtype and device of one reference output (what check_structure compares)."""
-
-    shape: tuple[int, ...]
-    dtype: Any
-    device: Any
-    nbytes: int
-
-
-@dataclass
-class Slot:
-    """A workload under judgement and what was found on it."""
-
-    wl: Workload
-    label: str
-    outputs: list[OutSpec] = field(default_factory=list)
-    worst: cx.Check | None = None
-    worst_output: int = 0
-    passed: bool | None = None
-    prints: list[tuple[Any, Any]] = field(default_factory=list)
-
-    def record(self, k: int, check: cx.Check) -> None:
-        """Keep the first failing check, else the one closest to its tolerance."""
-        if self.worst is not None and not self.worst.ok:
-            return
-        if self.worst is None or not check.ok or _ratio(check) > _ratio(self.worst):
-            self.worst, self.worst_output = check, k
-
-    def result(self) -> WorkloadResult:
-        if self.wl.hidden:
-            return WorkloadResult(axes={}, hidden=True, passed=self.passed)
-        w = self.worst
-        where = f"output {self.worst_output} at {w.where}" if w and w.where is not None else None
-        return WorkloadResult(axes=dict(self.wl.axes), passed=self.passed,
-                              max_abs_err=w.max_abs if w else None, max_rel_err=w.max_rel if w else None,
-                              tolerance=w.tol if w else None, where=where)
-
-
-def _ratio(check: cx.Check) -> float:
-    if check.max_rel is None:
-        return float("inf")
-    return check.max_rel / check.tol if check.tol else check.max_rel
 
 
 class Session:
@@ -118,6 +73,10 @@ class Session:
         self.deadline: float | None = None  # monotonic; the verifier answers by then (remote.within)
         self.spent = accounting.Spent()
         self.tails: dict[str, dict[str, float]] = {}  # per timed workload (GPU): gated._tail
+        self.device_bytes: int | None = None
+        """Device memory the copies are planned with (:mod:`~forgekernel.judge.residency`), once calibrated."""
+        self.host_copies: list[str] = []
+        """Workloads whose copies the verifier kept in host memory."""
 
     # ------------------------------------------------------------ workloads
     def _slots(self) -> list[Slot]:
@@ -162,6 +121,8 @@ class Session:
                            for k in sorted(errors)]
         with self.spent("reference_ops"):  # while the executor still starts
             self.ref_ops = self._reference_ops(self.slots[0]) if self.slots else None
+        residency.release(self.torch)  # calibration's blocks: the executor's to use now
+        self.device_bytes = residency.free_bytes(self.torch, self.cuda, self.opts.device_memory_gib)
 
     def _reference_ops(self, slot: Slot) -> set[str]:
         """The compute ops the reference calls (what a candidate may not call eagerly)."""
@@ -243,13 +204,18 @@ class Session:
         return float(self.opts.timeout_s or self.task.judge.timeout_s)
 
     def call(self, slot: Slot, args: list[Any], pattern: int | None, return_inputs: bool = False,
-             reuse: bool = False, observe: bool = True) -> tuple[tuple[Any, ...], list[Any] | None]:
+             reuse: bool = False, observe: bool = True,
+             where: residency.Residency | None = None) -> tuple[tuple[Any, ...], list[Any] | None]:
         """One candidate call in its executor: poison there, run, outputs back, what ran checked
-        (``observe`` False: a timed call, which is checked by its answer only)."""
+        (``observe`` False: a timed call, which is checked by its answer only); the outputs
+        and inputs after kept where ``where`` says."""
+        where = where or residency.Residency()
+        if where.release:
+            residency.release(self.torch)
         outs, observed, after = self.cand.call(slot, key(slot), args, pattern=pattern,
                                                timeout_s=self.timeout_for(slot),
                                                return_inputs=return_inputs, reuse=reuse,
-                                               observe=observe)
+                                               observe=observe, keep=where.keep)
         if observe:
             self.check_observed(slot, observed)
         return outs, after
@@ -307,17 +273,30 @@ class Session:
         self.sensitivity()
 
     def trial(self, slot: Slot) -> None:
+        """Two runs on fresh inputs, then the oracle; the verifier's copies (pristine inputs,
+        outputs, inputs after) where :meth:`placement` puts them, the first inputs dropped
+        once staged (the second run is staged from the pristine copy)."""
         with self.spent("inputs"):
             args = self.problem.make(slot.wl, inp.secret_seed())
-            pristine = inp.clone_args(args)
-        out1, after = self.call(slot, args, POISON_PATTERNS[0], return_inputs=True)
-        self.mutation(slot, after or args, pristine)
-        kept = list(out1)
-        out2, _ = self.call(slot, inp.clone_args(pristine), POISON_PATTERNS[1])
+            where = self.placement(slot, args)
+            pristine = where.keep_all(args)
+        out1, after = self.call(slot, args, POISON_PATTERNS[0], return_inputs=True, where=where)
+        after = args if after is None else after
+        del args
+        self.mutation(slot, after, pristine)
+        out2, _ = self.call(slot, pristine, POISON_PATTERNS[1], where=where)
         with self.spent("oracle"):
             oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
         with self.spent("compare"):
-            self._checks(slot, kept, out2, oracle, after or args, up, pristine)
+            self._checks(slot, list(out1), out2, oracle, after, up, pristine)
+
+    def placement(self, slot: Slot, args: list[Any]) -> residency.Residency:
+        """Where this workload's copies live (:mod:`forgekernel.judge.residency`)."""
+        io = residency.io_bytes(args, sum(o.nbytes for o in slot.outputs))
+        where = residency.plan(io, self.device_bytes)
+        if where.host and slot.label not in self.host_copies:
+            self.host_copies.append(slot.label)
+        return where
 
     def _checks(self, slot: Slot, kept: list[Any], out2: Any, oracle: Any, after: list[Any],
                 up: list[Any], pristine: list[Any]) -> None:
@@ -328,13 +307,13 @@ class Session:
         for j in self.mutating:
             self.values(slot, len(kept) + j, after[j], up[j], tol=self._input_tol(j))
         ref_print = (0, 0) if values.negligible(oracle[0]) else values.fingerprint(oracle[0])  # noise: no signal
-        slot.prints.append((values.fingerprint(kept[0]), ref_print))
+        slot.prints.append((values.fingerprint(kept[0], device=oracle[0].device), ref_print))
 
     def matches_reference(self, slot: Slot, args: list[Any], k: int, out: Any) -> bool:
         """Output ``k`` within tolerance of the reference, run here in its own dtypes on the same
         values (a second opinion where the float64 oracle was missed: a rounding step)."""
         with self.spent("second_opinion"):
-            refs = self.problem.reference(slot.wl, inp.clone_args(args))
+            refs = self.problem.reference(slot.wl, inp.clone_args(args, self.device))
             return k < len(refs) and values.compare(out, refs[k], self.tolerances[k]).ok
 
     def _input_tol(self, j: int) -> cx.OutputTolerance:
@@ -358,7 +337,7 @@ class Session:
             self.fail(slot, Status.WRONG_VALUES, check, output=k)
 
     def repeatable(self, slot: Slot, k: int, first: Any, second: Any, ref: Any) -> None:
-        same, where = cx.bitwise_equal(first, second)
+        same, where = values.bitwise_equal(first, second)
         if same:
             return
         check = values.compare(second, ref, self.tolerances[k])

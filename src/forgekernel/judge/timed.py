@@ -52,7 +52,8 @@ def summarise_sides(session: Any, slot: Any, sides: dict[str, Any], label: str, 
 
 def _verify(session: Any, slot: Any, args: list[Any], outs: tuple[Any, ...], r: int, rounds: int) -> None:
     """A timed call's outputs against the oracle (catches phase detection and drift)."""
-    check = cx.check_structure(outs, tuple(slot.outputs))
+    check = cx.check_structure(outs, tuple(slot.outputs), device=False)  # the executor's own
+    # descriptions, device included, were checked before a byte was read (remote._outputs)
     if check.ok:
         oracle = session.problem.oracle(slot.wl, args)
         for k, (o, ref) in enumerate(zip(outs, oracle, strict=True)):

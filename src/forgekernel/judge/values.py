@@ -27,11 +27,14 @@ zero (GroupNorm over groups of one channel gives about 1e-14): a zero or constan
 then not a degenerate answer, and such a reference tells nothing about input sensitivity."""
 
 
-def pieces(*tensors: Any, piece: int = PIECE) -> Iterator[tuple[int, list[Any]]]:
-    """(offset, the tensors' flattened slices) in steps of ``piece`` elements."""
+def pieces(*tensors: Any, piece: int = PIECE, device: Any = None) -> Iterator[tuple[int, list[Any]]]:
+    """(offset, the tensors' flattened slices) in steps of ``piece`` elements, each slice on
+    ``device`` (default: the last tensor's; the verifier may keep its copies of a large
+    workload in host memory, :mod:`forgekernel.judge.residency`)."""
     flat = [t.reshape(-1) for t in tensors]
+    device = device if device is not None else flat[-1].device
     for start in range(0, flat[0].numel(), piece):
-        yield start, [f[start:start + piece] for f in flat]
+        yield start, [f[start:start + piece].to(device) for f in flat]
 
 
 @dataclass
@@ -226,16 +229,30 @@ def _at(check: Check, flat: int, out: Any, ref64: Any) -> Check:
     return check
 
 
-def fingerprint(t: Any, piece: int = PIECE) -> tuple[int, int]:
-    """A cheap on-device content fingerprint (input-sensitivity checks across trials): two
-    sums of the bits, modulo 2**64 as int64 arithmetic wraps, the same for any piece size."""
+def fingerprint(t: Any, piece: int = PIECE, device: Any = None) -> tuple[int, int]:
+    """A cheap content fingerprint (input-sensitivity checks across trials), computed on
+    ``device`` (default: the tensor's): two sums of the bits, modulo 2**64 as int64
+    arithmetic wraps, the same for any piece size."""
     import torch
 
     total, weighted = 0, 0
-    for start, (p,) in pieces(t.detach().contiguous(), piece=piece):
+    for start, (p,) in pieces(t.detach().contiguous(), piece=piece, device=device):
         bits = bits_of(p).to(torch.int64)
         weights = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64) % 65521 + 1
         total = (total + int(bits.sum())) % WRAP
         weighted = (weighted + int((bits * weights).sum())) % WRAP
     return total, weighted
 
+
+
+def bitwise_equal(a: Any, b: Any, piece: int = PIECE) -> tuple[bool, tuple[int, ...] | None]:
+    """Whether two tensors hold identical bits (NaNs compare by bit pattern), and the first
+    index where they differ; a piece at a time, on ``b``'s device."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False, None
+    first = _First()
+    for start, (x, y) in pieces(a.contiguous(), b.contiguous(), piece=piece):
+        first.see(start, bits_of(x) != bits_of(y))
+        if first.index is not None:
+            return False, unravel(first.index, tuple(a.shape))
+    return True, None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel.delivery.channel import Envelope, receive
-from forgekernel.judge import accounting
+from forgekernel.judge import accounting, residency
 
 STARTED = time.monotonic()
 """When this process started (its job's clock started just before)."""
@@ -140,7 +140,8 @@ def _trim(session: Any) -> bool:
     left cached, here and in the executors, so a job timed meanwhile has it. When other jobs
     ran beside this one and the executors' pools hold more than RESPAWN_BYTES (staging pools
     sized by the largest workload, which an executor may map, so freed only once it is gone),
-    the executors are started afresh: True, the candidate to be loaded again."""
+    or they hold over an eighth of the device's memory (the timing pools need it), the
+    executors are started afresh: True, the candidate to be loaded again."""
     if not session.cuda:
         return False
     import gc
@@ -149,7 +150,9 @@ def _trim(session: Any) -> bool:
     session.torch.cuda.synchronize()
     session.torch.cuda.empty_cache()  # the pools are the driver's, not this cache's
     procs = [p for p in (session.cand, session.perf) if p is not None]
-    if getattr(session, "shared_gpu", False) and sum(pool.nbytes for p in procs for pool in p.owned) > RESPAWN_BYTES:
+    pools = sum(pool.nbytes for p in procs for pool in p.owned)
+    big = session.device_bytes is not None and pools * residency.DEVICE_COPIES > session.device_bytes
+    if pools > RESPAWN_BYTES and (getattr(session, "shared_gpu", False) or big):
         kernel, perf = session.cand.kernel, session.perf.kernel if session.perf is not None else None
         session.close()  # the executors gone, their pools freed
         session.cand = session.perf = None
@@ -205,6 +208,9 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
             with clock("timing_s"):
                 timed = perf.run(session)
     except Failure as failure:
+        if _judges_memory(session, failure):
+            return {**base, "judge_error": out_of_memory(session, RuntimeError(failure.reason),
+                                                         "the candidate's executor, the verifier holding most of it")}
         status, reason, details = failure.status, failure.reason, failure.details
     except Exception as exc:  # the verifier itself failed after the candidate was loaded
         if type(exc).__name__ == "OutOfMemoryError":  # the judge's limit, not the candidate's fault
@@ -218,7 +224,19 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     return _result(session, status, reason, details, timed, base)
 
 
-def out_of_memory(session: Any, exc: Exception) -> str:
+def _judges_memory(session: Any, failure: Any) -> bool:
+    """Whether a candidate that ran out of device memory did so while this verifier held over
+    half of the device (its cache and the pools it lent): the judge's limit, no verdict on
+    the candidate, which would otherwise be told to allocate less."""
+    if not session.cuda or "out of memory" not in failure.reason:
+        return False
+    torch = session.torch
+    pools = sum(pool.nbytes for p in (session.cand, session.perf) if p is not None for pool in p.owned)
+    held = torch.cuda.memory_reserved() + pools
+    return 2 * held > torch.cuda.get_device_properties(0).total_memory
+
+
+def out_of_memory(session: Any, exc: Exception, who: str = "the verifier") -> str:
     """One line: the verifier's copies at the task's largest workload do not fit the device."""
     import math
 
@@ -226,9 +244,10 @@ def out_of_memory(session: Any, exc: Exception) -> str:
                   default=None)
     where = f" (largest workload: {biggest.label})" if biggest is not None else ""
     first = str(exc).split(".")[0][:160]
-    return (f"the verifier ran out of device memory{where}: {first}. It keeps pristine inputs, a "
-            "float64 oracle and timing pools beside the candidate's buffers; judge this task at "
-            "smaller workloads on this device")
+    return (f"device memory ran out in {who}{where}: {first}. The verifier keeps pristine "
+            "inputs, a float64 oracle and timing pools beside the candidate's buffers; plan it with "
+            "less (forge judge --device-memory GIB keeps its copies in host memory) or judge this "
+            "task at smaller workloads on this device")
 
 
 def _result(session: Any, status: Any, reason: str, details: dict[str, Any],
@@ -246,6 +265,7 @@ def _result(session: Any, status: Any, reason: str, details: dict[str, Any],
         "tolerances": [{"output": k, "tol": t.tol, "ref_err": t.ref_err, "source": t.source}
                        for k, t in enumerate(session.tolerances)],
         "nondeterministic": session.nondeterministic, "notes": session.notes,
+        "host_copies": session.host_copies,
         "own_kernels": session.own_kernels, "phases": session.phases,
         "spent": session.spent.as_dict(), "tails": session.tails,
         "executor_boot": session.cand.boot if session.cand is not None else {},

@@ -1,0 +1,44 @@
+"""Where the verifier keeps its copies of a large workload, and the timed batch's memory cap."""
+
+from __future__ import annotations
+
+import torch
+
+from forgekernel.judge import gated, residency
+
+
+def test_plan_by_share_of_device_memory():
+    gib = 1 << 30
+    # KernelBench's 1.6e9-element ReLU (6.4 GB in, 6.4 GB out) on an 80 GB card: on the host
+    relu = residency.plan(int(12.8 * gib), 78 * gib)
+    assert relu.host and relu.release
+    # a 4 GB scalar multiply stays on the device, its calls start from an emptied cache
+    scale = residency.plan(8 * gib, 78 * gib)
+    assert not scale.host and scale.release
+    small = residency.plan(64 << 20, 78 * gib)
+    assert small == residency.Residency()
+    assert residency.plan(100 * gib, None) == residency.Residency()  # no GPU: nothing moves
+
+
+def test_keep_copies_where_planned():
+    x = torch.arange(6.0).reshape(2, 3)
+    for plan in (residency.Residency(host=True), residency.Residency()):
+        kept = plan.keep_all([x, 3, None])
+        assert kept[1:] == [3, None]
+        assert torch.equal(kept[0], x) and kept[0].data_ptr() != x.data_ptr()
+        assert kept[0].device.type == "cpu"
+    assert residency.io_bytes([x, 2.0], out_bytes=100) == 6 * 4 + 100
+    assert residency.free_bytes(torch, cuda=False, planned_gib=None) is None
+    assert residency.free_bytes(torch, cuda=False, planned_gib=2) == 2 << 30
+
+
+def test_timed_batch_holds_its_outputs_within_the_pool_limit():
+    """A matmul over a short K: two 8 MiB inputs and a 4 GiB output per call. A batch keeps
+    every call's outputs until it ends, so K is held to what POOL_MAX_BYTES allows (at least 2)."""
+    args = [torch.empty(32768, 64, device="meta"), torch.empty(64, 32768, device="meta")]
+    out = 32768 * 32768 * 4
+    assert gated.calls_per_batch(0.05, args) > 16  # outputs not counted: a reference batch
+    assert gated.calls_per_batch(0.05, args, out) == 2
+    small = [torch.empty(1024, 1024, device="meta")]
+    assert gated.calls_per_batch(0.05, small, 4 << 20) == min(gated.MAX_K, gated.POOL_MAX_BYTES // (8 << 20),
+                                                              int(gated.BATCH_MS / 0.05) + 1)
