@@ -54,11 +54,12 @@ def _epilogue(xindex, xmask, args):
 
 def _fused(c, const):
     """L2 31's convolution (fp32, 64 -> 128 channels, 3x3, 128x128 NCHW) with its tail fused,
-    the epilogue's sizes passed as constexprs (as the generated code does) or as plain ints."""
+    the epilogue's sizes passed as constexprs (as the generated code does) or as plain ints,
+    or (``const`` None) without the tail."""
     x, w, b = meta(128, 64, 128, 128, dtype=F), meta(128, 64, 3, 3, dtype=F), meta(128, dtype=F)
     sizes = (126 * 126, 128)
-    return c.convolution(x, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, epilogue=(
-        _epilogue, (b, *(tl.constexpr(v) if const else v for v in sizes))))
+    epilogue = None if const is None else (_epilogue, (b, *(tl.constexpr(v) if const else v for v in sizes)))
+    return c.convolution(x, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, epilogue=epilogue)
 CALLS = {  # file -> [(name, call on the loaded module)]
     "gemm": [
         ("mm bf16 4096^3", lambda g: g.mm(meta(4096, 4096), meta(4096, 4096))),
@@ -99,6 +100,7 @@ CALLS = {  # file -> [(name, call on the loaded module)]
         ("3d 3x3x3 NDHWC fp32", lambda c: c.convolution(
             meta(4, 64, 16, 28, 28, dtype=F, layout="cl"), meta(64, 64, 3, 3, 3, dtype=F), None,
             [1, 1, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1)),
+        ("3x3 c64->128 NCHW fp32, no tail", lambda c: _fused(c, None)),
         ("3x3 c64->128 NCHW fp32 + fused tail, sizes constexpr", lambda c: _fused(c, True)),
         ("3x3 c64->128 NCHW fp32 + fused tail, sizes plain", lambda c: _fused(c, False)),
     ],

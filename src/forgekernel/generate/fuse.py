@@ -101,7 +101,7 @@ def _fuse(lines: list[str], i: int, j: int, sizes: list[int], shapes: list[str],
             f"epilogue=({name}, ({''.join(a + ', ' for a in passed)})))")
     moved = [lines[k] for k in sizes]
     out = lines[:i] + moved + [call] + [ln for k, ln in enumerate(lines[i + 1:j], i + 1) if k not in sizes]
-    out += [f"{indent}# {kernel.name} runs fused into the convolution above"] + lines[j + 1:]
+    out += [f"{indent}# {kernel.name} is the tail of the convolution above (inside its kernels at RT_FUSE_TAIL = 1)"] + lines[j + 1:]
     return out, source, kernel.name
 
 
