@@ -98,6 +98,10 @@ CASES = {
     "bilinear": (lambda x1, x2, w, b: torch.tanh(F.bilinear(x1, x2, w, b)), ("x1", "x2", "w", "b"),
                  lambda m, n: (_rand(m, n), _rand(m, n + 2), _rand(n + 1, n, n + 2), _rand(n + 1)),
                  [(4, 5), (1, 1), (9, 3)]),
+    # a spatial transformer: F.affine_grid builds its base grid with linspace over int sizes
+    "affine_grid": (lambda x, t: F.grid_sample(x, F.affine_grid(t, list(x.shape), align_corners=False),
+                                               align_corners=False), ("x", "t"),
+                    lambda m, n: (_rand(2, 3, m, n), _rand(2, 2, 3)), [(5, 6), (1, 1), (7, 3)]),
     # an op on a complex value the rewrite does not know (a scan): the graph is left to ATen
     "complex_unknown": (lambda x: torch.view_as_real(torch.view_as_complex(x).cumsum(0)) * 2, ("x",),
                         lambda m, n: (_rand(m, n, 2),), [(3, 4), (1, 1)]),

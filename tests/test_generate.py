@@ -102,7 +102,8 @@ def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
     Welford) steps element by element through the interpreter's generic tl.reduce."""
     cases = ("pointwise", "broadcast", "softmax3d", "outer", "varmean", "argmax", "scan",
              "gather", "transpose", "linear_relu", "conv_relu", "tiled_sum", "conv_softmax",
-             "persistent", "squeeze_excite", "glu", "complex_rope", "complex_mix", "bilinear")
+             "persistent", "squeeze_excite", "glu", "complex_rope", "complex_mix", "bilinear",
+             "affine_grid")
     rows = _check(*cases)
     assert {r["case"] for r in rows} == set(cases)
     for r in rows:

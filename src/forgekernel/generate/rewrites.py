@@ -22,12 +22,14 @@ def traced_functions() -> Iterator[None]:
     tensor's size would be fixed at the example's); the same comparison against an
     ``arange`` keeps it symbolic. The GRU and LSTM cells (``nn.GRUCell``, ``nn.LSTMCell``)
     and ``nn.Bilinear`` check their weights' sizes as plain ints in C++ (and Inductor leaves
-    the bilinear form to ATen); the same computations written out stay symbolic."""
+    the bilinear form to ATen), and ``F.affine_grid`` builds its base grid with ``linspace``
+    over the output's sizes as ints; the same computations written out stay symbolic."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
-    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear}
+    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
+             F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid}
 
     class _Rewrites(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -78,6 +80,35 @@ def _bilinear(x1: Any, x2: Any, weight: Any, bias: Any = None) -> Any:
     y = (a.view(rows.shape[0], out, in2) * x2.reshape(rows.shape[0], 1, in2)).sum(-1)
     y = y if bias is None else y + bias
     return y.view(*x1.shape[:-1], out)
+
+
+def _affine_grid(theta: Any, size: Any, align_corners: Any = None) -> Any:
+    """ATen's affine_grid (2-D and 3-D): each output position's normalised coordinates
+    (x along the last dimension, then y, then z), mapped by the batch's affine matrices,
+    element-wise; the coordinates from ``arange`` so the sizes stay symbolic."""
+    import torch
+
+    spatial = list(size[2:])
+    nd = len(spatial)
+
+    def axis(j: int) -> Any:  # coordinate j varies along spatial dimension nd - 1 - j
+        steps = spatial[nd - 1 - j]
+        i = torch.arange(steps, device=theta.device, dtype=theta.dtype)
+        if steps <= 1:
+            c = i * 0
+        elif align_corners:
+            c = i * (2.0 / (steps - 1)) - 1
+        else:
+            c = (i * 2 + 1) / steps - 1
+        shape = [1] * (nd + 1)
+        shape[nd - j] = steps
+        return c.view(shape)
+
+    coords = [axis(j) for j in range(nd)]
+    lead = (theta.shape[0],) + (1,) * nd
+    out = [theta[:, k, nd].view(lead) + sum(theta[:, k, j].view(lead) * coords[j] for j in range(nd))
+           for k in range(nd)]
+    return torch.stack([o.expand(theta.shape[0], *spatial) for o in out], dim=-1)
 
 
 def select_sorted(sort: Any, x: Any, dim: int, keepdim: bool, rank: Any) -> Any:
