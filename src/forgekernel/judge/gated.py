@@ -154,6 +154,7 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     run = _Rounds(session, slot, (ref_fn, ref_sets), views, k)
     sides = run.sides()
     last_seeds = run.last_seeds
+    ref_sets = run.ref_sets = []  # the reference's input sets: their memory for the checks below
     session.tails[slot.label] = {**_tail(slot, run.tails, run.ref_tails), "retaken": run.retaken,
                                  "disturbed_kept": run.kept}
     picks = sorted({secrets.randbelow(k), k - 1})
