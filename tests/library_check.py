@@ -314,11 +314,51 @@ def scatter_cases(lib, r: Gen, dt):
                 yield f"{name} {reduce}{'' if include_self else ' without self'}", got, want, None
 
 
+RNN_CASES = [  # kind, layers, bidirectional, batch_first, biases, (steps, batch, input, hidden)
+    ("gru", 1, False, True, True, (6, 3, 5, 7)),
+    ("gru", 2, True, False, False, (4, 17, 9, 20)),
+    ("lstm", 2, False, True, True, (5, 2, 3, 33)),
+    ("lstm", 1, True, False, True, (3, 5, 8, 6)),
+    ("rnn_tanh", 2, True, True, True, (4, 3, 6, 5)),
+    ("rnn_relu", 1, False, False, True, (5, 4, 4, 9)),
+]
+
+
+def rnn_cases(lib, r: Gen, dt):
+    """Recurrent layers over a sequence, output and final states, against the aten op on
+    float64 copies (gate order and formulas, both directions, stacked layers, no biases); the
+    library's outputs are contiguous (aten's batch-first output is a transposed view). Not
+    bf16 under the interpreter, whose float32 -> bfloat16 stores truncate: each step's state
+    is stored and read back, so the bias grows with the steps (1.2-6.7x the error of ATen's
+    own bf16 layers on the CPU in these cases, measured once by hand)."""
+    if dt == torch.bfloat16 and r.device == "cpu":
+        return
+    for kind, layers, bidir, batch_first, biases, (steps, batch, feat, hidden) in RNN_CASES:
+        dirs, gates = 2 if bidir else 1, {"gru": 3, "lstm": 4}.get(kind, 1)
+        x = r(batch, steps, feat, dtype=dt) if batch_first else r(steps, batch, feat, dtype=dt)
+        params = []
+        for layer in range(layers):
+            for _ in range(dirs):
+                params += [r(gates * hidden, feat if layer == 0 else dirs * hidden, dtype=dt) * 0.3,
+                           r(gates * hidden, hidden, dtype=dt) * 0.3]
+                params += [r(gates * hidden, dtype=dt), r(gates * hidden, dtype=dt)] if biases else []
+        h = r(layers * dirs, batch, hidden, dtype=dt)
+        hx = [h, r(layers * dirs, batch, hidden, dtype=dt)] if kind == "lstm" else h
+        flags = (biases, layers, 0.0, False, bidir, batch_first)
+        got = getattr(lib, kind)(x, hx, params, *flags)
+        want = getattr(aten, kind).input(x.double(), [t.double() for t in hx] if kind == "lstm" else h.double(),
+                                         [p.double() for p in params], *flags)
+        name = f"{kind} {layers}x{'bi' if bidir else 'uni'}{' batch_first' if batch_first else ''}" \
+            f"{'' if biases else ' no bias'}"
+        for i, label in enumerate(("output", "h_n", "c_n")[:len(want)]):
+            yield f"{name} {label}", got[i], want[i], want[i].contiguous().stride()
+
+
 def run(device: str, only: str | None, knobs: dict,
         dtypes: tuple[torch.dtype, ...] = DTYPES) -> list[dict]:
     rows = sort_rows(device, knobs) if only in (None, "sort") else []
     for family, cases, files in (("gemm", gemm_cases, ("gemm",)), ("conv", conv_cases, ("conv",)),
-                                 ("scatter", scatter_cases, ("scatter",))):
+                                 ("scatter", scatter_cases, ("scatter",)), ("rnn", rnn_cases, ("gemm", "rnn"))):
         if only and family != only:
             continue
         lib = load(files, knobs)
@@ -338,7 +378,7 @@ def run(device: str, only: str | None, knobs: dict,
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--only", choices=("gemm", "conv", "sort", "scatter"))
+    ap.add_argument("--only", choices=("gemm", "conv", "sort", "scatter", "rnn"))
     ap.add_argument("--knobs", default="{}")
     ap.add_argument("--dtypes", default="float32,float16,bfloat16")
     args = ap.parse_args(argv)

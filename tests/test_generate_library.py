@@ -42,11 +42,12 @@ KNOBS = {
              "CONV_DIRECT_WARPS = ", "CONV_COPY_NHWC = 1"),
     "sort": ("SORT_MAX_ROW = ", "SORT_PROGRAM_ELEMS = "),
     "scatter": ("SCATTER_BLOCK = ",),
+    "rnn": ("RNN_BLOCK_B = ", "RNN_BLOCK_H = ", "RNN_BLOCK_K = ", "RNN_NUM_WARPS = ", "RNN_ALLOW_TF32 = 1"),
 }
 PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}, "sort": {"sort", "topk"},
-          "scatter": {"scatter_reduce"}}
+          "scatter": {"scatter_reduce"}, "rnn": {"rnn_tanh", "rnn_relu", "gru", "lstm"}}
 PREFIX = {"gemm": ("GEMM_", "_gemm_"), "conv": ("CONV_", "_conv_"), "sort": ("SORT_", "_sort_"),
-          "scatter": ("SCATTER_", "_scatter_")}
+          "scatter": ("SCATTER_", "_scatter_"), "rnn": ("RNN_", "_rnn_")}
 
 
 def _run(script: Path, *args: str, interpret: bool = True) -> list[dict]:
@@ -68,14 +69,14 @@ def _assert_rows(rows: list[dict], families: set[str]) -> None:
 
 
 def test_source_and_names():
-    assert library.NAMES == ("gemm", "conv", "sort", "scatter")
+    assert library.NAMES == ("gemm", "conv", "sort", "scatter", "rnn")
     for name in library.NAMES:
         assert library.source(name).startswith('"""forge library ')
     with pytest.raises(KeyError):
         library.source("nope")
 
 
-@pytest.mark.parametrize("name", ["gemm", "conv", "sort", "scatter"])
+@pytest.mark.parametrize("name", ["gemm", "conv", "sort", "scatter", "rnn"])
 def test_file_shape(name):
     """Knob header, docstring, imports, prefixed names, small functions."""
     text = library.source(name)
@@ -109,7 +110,7 @@ def test_files_paste_into_one_module(tmp_path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert all(callable(getattr(mod, f)) for f in ("mm", "addmm", "bmm", "baddbmm", "convolution", "sort", "topk",
-                                                   "scatter_reduce"))
+                                                   "scatter_reduce", "rnn_tanh", "rnn_relu", "gru", "lstm"))
     assert mod.GEMM_BLOCK_M == 128 and mod.CONV_ALLOW_TF32 == 1
 
 
@@ -128,19 +129,19 @@ def test_error_measure_flags_wrong_values():
 
 
 def test_library_matches_aten_under_interpreter():
-    _assert_rows(_run(CHECK), {"gemm", "conv", "sort", "scatter"})
+    _assert_rows(_run(CHECK), {"gemm", "conv", "sort", "scatter", "rnn"})
 
 
 def test_library_small_blocks_under_interpreter():
     _assert_rows(_run(CHECK, "--dtypes", "float32", "--knobs", json.dumps(SMALL_KNOBS)),
-                 {"gemm", "conv", "sort", "scatter"})  # sort: rows over 64 take the torch path
+                 {"gemm", "conv", "sort", "scatter", "rnn"})  # sort: rows over 64 take the torch path
 
 
 def test_library_compiles_for_sm90_without_spills():
     rows = _run(STATIC, interpret=False)
-    assert {r["file"] for r in rows} == {"gemm", "conv", "sort", "scatter"}
+    assert {r["file"] for r in rows} == {"gemm", "conv", "sort", "scatter", "rnn"}
     assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_gemm_split_sum", "_conv_kernel", "_conv_direct_kernel", "_sort_rows",
-                                           "_scatter_init", "_scatter_combine", "_scatter_finish"}
+                                           "_scatter_init", "_scatter_combine", "_scatter_finish", "_rnn_step_kernel"}
     for r in rows:
         where = f"{r['case']}: {r}"
         assert r["regs"] and r["regs"] > 0, where

@@ -85,6 +85,9 @@ def _mode_class() -> type:
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = _name(func)
+            if name in RECURRENT and not kwargs and args and _is_meta_tensor(args[0]) \
+                    and whole_sequence(name, args):  # ATen's meta run steps through the sequence
+                return recurrent_outputs(name, *args)
             args, kwargs, same = _on_meta(name, args, dict(kwargs or {}))
             out = args[0] if same else func(*args, **kwargs)
             return self._note(out, name, args, kwargs)
@@ -109,6 +112,30 @@ def _mode_class() -> type:
             return out
 
     return _Meta
+
+
+RECURRENT = ("rnn_tanh", "rnn_relu", "gru", "lstm")
+"""Recurrent layers over a sequence (``torch._VF.<kind>``, what nn.RNN/GRU/LSTM call)."""
+
+
+def whole_sequence(kind: str, args: Any) -> bool:
+    """Whether a recurrent call is the padded-input overload (input, hx, params, has_biases,
+    num_layers, dropout, train, bidirectional, batch_first), not a packed sequence's."""
+    if len(args) != 9:
+        return False
+    return isinstance(args[1], (list, tuple)) if kind == "lstm" else isinstance(args[2], (list, tuple))
+
+
+def recurrent_outputs(kind: str, x: Any, hx: Any, params: Any, has_biases: bool, num_layers: int,
+                      dropout: float, train: bool, bidirectional: bool, batch_first: bool) -> Any:
+    """Empty outputs of a recurrent layer over a sequence, (output, h_n[, c_n]), from the
+    shapes alone: on meta, ATen's own steps through every time step (5.5 s for a two-layer
+    bidirectional LSTM over 512 steps, 19 times the real layer on this CPU)."""
+    h0 = hx[0] if kind == "lstm" else hx
+    hidden = params[1].shape[1]
+    out = x.new_empty((x.shape[0], x.shape[1], (2 if bidirectional else 1) * hidden))
+    states = [h0.new_empty(h0.shape)] + ([hx[1].new_empty(hx[1].shape)] if kind == "lstm" else [])
+    return (out, *states)
 
 
 def _on_meta(name: str, args: tuple, kwargs: dict) -> tuple[tuple, dict, bool]:

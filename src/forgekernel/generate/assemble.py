@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 from forgekernel.generate import fuse
 from forgekernel.generate import kernels as kernels_mod
-from forgekernel.generate.inductor import LIBRARY_NAMESPACE, Lowered, LoweringError
+from forgekernel.generate.inductor import Lowered, LoweringError
+from forgekernel.generate.libops import LIBRARY_NAMESPACE, RNN_KINDS
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,11 @@ def _dotted(node: ast.AST) -> list[str]:
 
 _KNOBS = re.compile(r"^# --- knobs ---\n(?P<body>.*?)^# --- end ---\n", re.M | re.S)
 EXTERN_LIBRARY = {"mm": "gemm", "addmm": "gemm", "bmm": "gemm", "baddbmm": "gemm",
-                  "convolution": "conv", "sort": "sort", "topk": "sort", "scatter_reduce": "scatter"}
+                  "convolution": "conv", "sort": "sort", "topk": "sort", "scatter_reduce": "scatter",
+                  **{kind: "rnn" for kind in RNN_KINDS}}
 """Inductor extern kernels forge implements in Triton, and the library file holding each."""
+LIBRARY_NEEDS = {"rnn": ("gemm",)}
+"""Library files that call another's functions (pasted with it)."""
 
 
 def library_source(name: str) -> str:
@@ -136,8 +140,9 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
         raise LoweringError(f"Inductor's call returns {wrapper.returns} tensors where the reference "
                             f"returns {lowered.outputs} (outputs that alias inputs are not supported)")
     helpers = _helper_files(wrapper)
-    pieces = ["runtime", "interpret", *helpers, *sorted({EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY
-                                            and _available(EXTERN_LIBRARY[e])})]
+    libs = {EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY and _available(EXTERN_LIBRARY[e])}
+    libs |= {need for lib in libs for need in LIBRARY_NEEDS.get(lib, ())}
+    pieces = ["runtime", "interpret", *helpers, *sorted(libs)]
     split = [_piece(p) for p in pieces]
     library = _library_notes(wrapper)
     parts = [_docstring(lowered, wrapper, library, title), _IMPORTS.format(
@@ -267,6 +272,9 @@ _LIB_ADAPTER = {
              "    return topk(x, k, dim, largest, sorted)\n"),
     "scatter_reduce": ("\ndef _lib_scatter_reduce(x, dim, index, src, reduce, include_self):\n"
                        "    return scatter_reduce(x, dim, index, src, reduce, include_self)\n"),
+    **{kind: (f"\ndef _lib_{kind}(x, hx, params, has_biases, num_layers, dropout, train, bidirectional,"
+              f" batch_first):\n    return {kind}(x, hx, params, has_biases, num_layers, dropout, train, "
+              "bidirectional, batch_first)\n") for kind in RNN_KINDS},
 }
 """forge's library kernels behind the ``forge_lib`` custom ops' argument order."""
 _TORCH_FALLBACK = {
@@ -285,6 +293,8 @@ _TORCH_FALLBACK = {
              "    return torch.topk(x, k, dim=dim, largest=largest, sorted=sorted)\n"),
     "scatter_reduce": ("\ndef _lib_scatter_reduce(x, dim, index, src, reduce, include_self):\n"
                        "    return torch.scatter_reduce(x, dim, index, src, reduce, include_self=include_self)\n"),
+    **{kind: (f"\ndef _lib_{kind}(*args):\n    return torch.ops.aten.{kind}.input(*args)\n")
+       for kind in RNN_KINDS},
 }
 """PyTorch for the library parts forge has no Triton kernel for (said in the candidate)."""
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from forgekernel.errors import ForgeError
 from forgekernel.generate import complexes, rewrites
+from forgekernel.generate.libops import library_ops
 
 INDUCTOR_CONFIG = {
     "cpu_backend": "triton",
@@ -44,6 +45,7 @@ DYNAMO_CONFIG = {
     "force_nn_module_property_static_shapes": False,
     "allow_unspec_int_on_nn_module": True,  # so do its int attributes (features, channels)
     "specialize_float": True,  # float constants (eps, scales) stay constants, not 0-d inputs
+    "allow_rnn": True,  # nn.RNN/GRU/LSTM traced: rewrites.traced_functions makes them library ops
 }
 """Dynamo settings so that nothing a workload changes is frozen into the generated code."""
 
@@ -94,103 +96,6 @@ class Lowered:
     single: bool
     """True when the function returns one tensor rather than a tuple."""
     torch_version: str
-
-
-LIBRARY_NAMESPACE = "forge_lib"
-"""Custom ops standing in for library parts during lowering (Inductor keeps them opaque, so
-their shapes stay symbolic and no device-specific layout is chosen around them)."""
-_REGISTERED: list[Any] = []
-
-
-_LIBRARY_SCHEMAS = {
-    "convolution": ("(Tensor x, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-                    "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) "
-                    "-> Tensor"),
-    "mm": "(Tensor a, Tensor b) -> Tensor",
-    "bmm": "(Tensor a, Tensor b) -> Tensor",
-    "addmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
-    "baddbmm": "(Tensor bias, Tensor a, Tensor b, Scalar beta, Scalar alpha) -> Tensor",
-    "sort": "(Tensor x, int dim, bool descending) -> (Tensor, Tensor)",
-    "topk": "(Tensor x, SymInt k, int dim, bool largest, bool sorted) -> (Tensor, Tensor)",
-    "scatter_reduce": "(Tensor x, int dim, Tensor index, Tensor src, str reduce, bool include_self) -> Tensor",
-}
-"""The library ops forge implements in Triton, as custom-op schemas."""
-
-
-def _aten_call(name: str) -> Callable[..., Any]:
-    import torch
-
-    if name == "scatter_reduce":
-        return lambda x, dim, index, src, reduce, include_self: torch.ops.aten.scatter_reduce.two(
-            x, dim, index, src, reduce, include_self=include_self)
-    aten = getattr(torch.ops.aten, name).default
-    if name == "convolution":
-        return lambda *a: aten(*a)
-    if name in ("addmm", "baddbmm"):
-        return lambda bias, a, b, beta, alpha: aten(bias, a, b, beta=beta, alpha=alpha)
-    if name == "sort":
-        return lambda x, dim, descending: aten(x, dim, descending)
-    return lambda *a: aten(*a)
-
-
-def _register(name: str) -> Any:
-    import torch
-
-    compute = _aten_call(name)
-
-    def fresh(out: Any, like: Any) -> Any:  # contiguous outputs that alias nothing
-        if isinstance(out, tuple):
-            return tuple(fresh(o, like) for o in out)
-        return like(out)
-
-    # a convolution keeps aten's layout (as the library allocates it), other outputs are contiguous
-    keep = torch.preserve_format if name == "convolution" else torch.contiguous_format
-    op = torch.library.custom_op(f"{LIBRARY_NAMESPACE}::{name}", mutates_args=(),
-                                 schema=_LIBRARY_SCHEMAS[name])(
-        lambda *a: fresh(compute(*a), lambda o: o.clone(memory_format=keep)))
-
-    def fake(*a: Any) -> Any:
-        return fresh(compute(*a), lambda o: torch.empty_like(o, memory_format=keep))
-
-    op.register_fake(fake)
-    return op
-
-
-def _library_ops() -> dict[Any, Callable[..., Any]]:
-    """Decompositions routing aten ops forge implements itself to ``forge_lib`` custom ops."""
-    import torch
-
-    if not _REGISTERED:
-        _REGISTERED.append({name: _register(name) for name in _LIBRARY_SCHEMAS})
-    ops = _REGISTERED[0]
-    aten = torch.ops.aten
-    return {
-        aten.convolution.default: lambda x, w, bias, stride, padding, dilation, transposed, opad,
-        groups: ops["convolution"](x, w, bias, list(stride), list(padding), list(dilation),
-                                   bool(transposed), list(opad), groups),
-        aten.mm.default: lambda a, b: ops["mm"](a, b),
-        aten.bmm.default: lambda a, b: ops["bmm"](a, b),
-        aten.addmm.default: lambda bias, a, b, beta=1, alpha=1: ops["addmm"](bias, a, b, beta, alpha),
-        aten.baddbmm.default: lambda bias, a, b, beta=1, alpha=1: ops["baddbmm"](bias, a, b, beta,
-                                                                                  alpha),
-        aten.sort.default: lambda x, dim=-1, descending=False: ops["sort"](x, dim, descending),
-        aten.sort.stable: lambda x, *, stable=None, dim=-1, descending=False: ops["sort"](x, dim, descending),
-        aten.topk.default: lambda x, k, dim=-1, largest=True, sorted=True: ops["topk"](x, k, dim, largest,
-                                                                                     sorted),
-        aten.median.dim: lambda x, dim, keepdim=False: rewrites.select_sorted(
-            ops["sort"], x, dim, keepdim, None),
-        aten.kthvalue.default: lambda x, k, dim=-1, keepdim=False: rewrites.select_sorted(
-            ops["sort"], x, dim, keepdim, k - 1),
-        aten.scatter_reduce.two: lambda x, dim, index, src, reduce, *, include_self=True: (
-            ops["scatter_reduce"](x, dim, index, src, reduce, include_self)
-            if reduce in ("amax", "amin", "mean") else NotImplemented),
-        aten._embedding_bag.default: rewrites.embedding_bag_as_index_add,
-        aten.histc.default: rewrites.histc_as_index_add, aten.glu.default: rewrites.glu_halves,
-        aten._adaptive_avg_pool2d.default: rewrites.adaptive_avg_pool_as_matmul,
-        aten._embedding_bag_forward_only.default: rewrites.embedding_bag_as_index_add,
-        aten.avg_pool2d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 2, *a, **k),
-        aten.avg_pool3d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 3, *a, **k),
-    }
 
 
 class _CrossDriver:
@@ -290,7 +195,7 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
     def backend(gm: Any, inputs: list[Any]) -> Callable[..., Any]:
         sources[:] = [n.meta["grapharg"].source for n in gm.graph.nodes if n.op == "placeholder"]
         try:
-            decompositions = {**select_decomp_table(), **_library_ops()}
+            decompositions = {**select_decomp_table(), **library_ops()}
             compile_fx(gm, inputs, decompositions=decompositions)  # only its code is kept
         except Exception as exc:  # the module load compiles for a device this process lacks
             if _restarts(exc):

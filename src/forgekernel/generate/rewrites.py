@@ -23,13 +23,20 @@ def traced_functions() -> Iterator[None]:
     ``arange`` keeps it symbolic. The GRU and LSTM cells (``nn.GRUCell``, ``nn.LSTMCell``)
     and ``nn.Bilinear`` check their weights' sizes as plain ints in C++ (and Inductor leaves
     the bilinear form to ATen), and ``F.affine_grid`` builds its base grid with ``linspace``
-    over the output's sizes as ints; the same computations written out stay symbolic."""
+    over the output's sizes as ints; the same computations written out stay symbolic. A
+    recurrent layer over a whole sequence (``nn.RNN``, ``nn.GRU``, ``nn.LSTM``, which Dynamo
+    traces with ``allow_rnn``) becomes forge's library op for it, a loop over the time steps
+    at run time; ATen's own decomposition would unroll it, fixing the sequence length."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
     cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
              F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid}
+    from forgekernel.generate.libops import RNN_KINDS, library_op
+    from forgekernel.metamode import whole_sequence
+
+    recurrent = {getattr(torch._VF, kind): (kind, library_op(kind)._opoverload) for kind in RNN_KINDS}
 
     class _Rewrites(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -41,6 +48,8 @@ def traced_functions() -> Iterator[None]:
                     return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).to(torch.int64)
             if func in cells:
                 return cells[func](*args, **kwargs)
+            if func in recurrent and not kwargs and whole_sequence(recurrent[func][0], args):
+                return recurrent[func][1](*args)
             return func(*args, **kwargs)
 
     with _Rewrites():

@@ -10,7 +10,9 @@ triton.language and math) shipped as data, never imported by forge itself:
 * ``conv``: ``convolution`` (aten.convolution semantics, 1-D/2-D/3-D, groups, transposed),
   knobs ``CONV_*``;
 * ``sort``: ``sort`` and ``topk`` (values and indices, one row per program), knob ``SORT_*``;
-* ``scatter``: ``scatter_reduce`` with amax, amin and mean (float atomics), knob ``SCATTER_*``.
+* ``scatter``: ``scatter_reduce`` with amax, amin and mean (float atomics), knob ``SCATTER_*``;
+* ``rnn``: ``rnn_tanh``, ``rnn_relu``, ``gru`` and ``lstm`` over a sequence (one launch per
+  time step), knobs ``RNN_*``; it calls ``gemm``'s ``addmm`` and ``mm``, pasted beside it.
 
 Every module-level name carries the file's prefix (``GEMM_``/``_gemm_``, ``CONV_``/``_conv_``)
 apart from the public functions, so several files can be pasted into one module. The knobs
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-NAMES: tuple[str, ...] = ("gemm", "conv", "sort", "scatter")
+NAMES: tuple[str, ...] = ("gemm", "conv", "sort", "scatter", "rnn")
 """The library files, by name (``<name>.py`` in this package)."""
 
 
