@@ -1,4 +1,4 @@
-"""The generator's library kernels (gemm.py, conv.py) against cuBLAS/cuDNN on one GPU.
+"""The generator's library kernels (gemm.py, conv.py, rnn.py) against cuBLAS/cuDNN on one GPU.
 
     python3 benchmarks/gpu_library.py --out DIR [--quick]
 
@@ -81,8 +81,9 @@ def _then_pass(y: torch.Tensor) -> torch.Tensor:
 
 def load(name: str, knobs: dict) -> types.ModuleType:
     mod = types.ModuleType(f"lib_{name}")
-    path = LIB / f"{name}.py"
-    exec(compile(path.read_text(), str(path), "exec"), mod.__dict__)  # a real file: jit reads it
+    for part in (("gemm", "rnn") if name == "rnn" else (name,)):  # rnn.py calls gemm.py's addmm
+        path = LIB / f"{part}.py"
+        exec(compile(path.read_text(), str(path), "exec"), mod.__dict__)  # a real file: jit reads it
     for k, v in knobs.items():
         setattr(mod, k, v)
     return mod
@@ -195,11 +196,44 @@ def conv_layout_rows(name, xs, ws, s, p, tr, g, dt, layout, quick):
                    "device_vs_torch": d_ref / d}
 
 
+RNNS = [  # name, module, batch, steps, input, hidden, layers, bidirectional, dtype
+    ("KernelBench L3 35 LSTM", torch.nn.LSTM, 10, 512, 128, 256, 6, False, torch.float32),
+    ("KernelBench L3 39 GRU", torch.nn.GRU, 10, 512, 128, 256, 6, False, torch.float32),
+    ("KernelBench L3 41 GRU bidirectional", torch.nn.GRU, 10, 512, 128, 256, 6, True, torch.float32),
+    ("LSTM batch 64 bf16", torch.nn.LSTM, 64, 128, 512, 512, 2, False, torch.bfloat16),
+]
+RNN_KNOBS = [None, {"RNN_BLOCK_H": 32}, {"RNN_BLOCK_H": 128}, {"RNN_BLOCK_K": 32}, {"RNN_NUM_WARPS": 8}]
+
+
+def rnn_rows(quick: bool):
+    """rnn.py (one launch per time step) against cuDNN's recurrent layers, whole sequences."""
+    for name, cls, batch, steps, feat, hidden, layers, bidir, dt in RNNS:
+        module = cls(feat, hidden, layers, batch_first=True, bidirectional=bidir).to("cuda", dt)
+        x = torch.randn(batch, steps, feat, device="cuda", dtype=dt)
+        h = torch.randn(layers * (2 if bidir else 1), batch, hidden, device="cuda", dtype=dt)
+        hx = (h, torch.randn_like(h)) if cls is torch.nn.LSTM else h
+        params = [p.detach() for p in module._flat_weights]
+        flags = (True, layers, 0.0, False, bidir, True)
+        kind = "lstm" if cls is torch.nn.LSTM else "gru"
+        with torch.no_grad():
+            ref = module(x, hx)[0]
+            ref_fn = lambda module=module, x=x, hx=hx: module(x, hx)  # noqa: E731
+            t_ref, d_ref = bench(ref_fn), device_ms(ref_fn)
+            yield {"kind": "rnn", "name": name, "dtype": str(dt), "impl": "torch", "ms": t_ref, "device_ms": d_ref}
+            for kn in RNN_KNOBS[:2] if quick else RNN_KNOBS:
+                fn = getattr(load("rnn", kn or {}), kind)
+                call = lambda fn=fn, x=x, hx=hx, params=params, flags=flags: fn(x, hx, params, *flags)  # noqa: E731
+                err = rel_err(call()[0], ref)
+                t, d = bench(call), device_ms(call)
+                yield {"kind": "rnn", "name": name, "dtype": str(dt), "impl": "library", "knobs": kn or "default",
+                       "ms": t, "device_ms": d, "err": err, "vs_torch": t_ref / t, "device_vs_torch": d_ref / d}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=("gemm", "conv"))
+    ap.add_argument("--only", choices=("gemm", "conv", "rnn"))
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -207,7 +241,7 @@ def main(argv: list[str]) -> int:
            "torch": torch.__version__, "triton": triton.__version__, "rows": []}
     torch.backends.cuda.matmul.allow_tf32 = True  # torch's fp32 reference runs on tf32 too
     torch.backends.cudnn.allow_tf32 = True
-    gens = {"gemm": gemm_rows, "conv": conv_rows}
+    gens = {"gemm": gemm_rows, "conv": conv_rows, "rnn": rnn_rows}
     for kind, gen in gens.items():
         if args.only and kind != args.only:
             continue

@@ -33,7 +33,10 @@ SMALL_KNOBS = {"GEMM_BLOCK_M": 16, "GEMM_BLOCK_N": 16, "GEMM_BLOCK_K": 16, "GEMM
                "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16, "CONV_ALLOW_TF32": 0, "CONV_COPY_NHWC": 0,
                "SORT_MAX_ROW": 64, "SCATTER_BLOCK": 16,
                # the interpreter's own tile sizes (the GPU knobs above do not apply there)
-               "_gemm_cpu_blocks": [16, 16, 16], "_conv_cpu_blocks": [16, 16, 16], "_conv_cpu_direct": 64}
+               "_gemm_cpu_blocks": [16, 16, 16], "_conv_cpu_blocks": [16, 16, 16], "_conv_cpu_direct": 64,
+               # rnn: states over one program take a launch per step (at the default blocks the
+               # interpreter runs every case's whole sequence in one program)
+               "_rnn_cpu_blocks": [16, 16, 16]}
 KNOBS = {
     "gemm": ("GEMM_BLOCK_M = 128", "GEMM_BLOCK_N = 128", "GEMM_BLOCK_K = 32", "GEMM_GROUP_M = 8",
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
@@ -42,7 +45,8 @@ KNOBS = {
              "CONV_DIRECT_WARPS = ", "CONV_COPY_NHWC = 1"),
     "sort": ("SORT_MAX_ROW = ", "SORT_PROGRAM_ELEMS = "),
     "scatter": ("SCATTER_BLOCK = ",),
-    "rnn": ("RNN_BLOCK_B = ", "RNN_BLOCK_H = ", "RNN_BLOCK_K = ", "RNN_NUM_WARPS = ", "RNN_ALLOW_TF32 = 1"),
+    "rnn": ("RNN_BLOCK_B = ", "RNN_BLOCK_H = ", "RNN_BLOCK_K = ", "RNN_NUM_WARPS = ", "RNN_SEQ_WARPS = ",
+            "RNN_ALLOW_TF32 = 1"),
 }
 PUBLIC = {"gemm": {"mm", "addmm", "bmm", "baddbmm"}, "conv": {"convolution"}, "sort": {"sort", "topk"},
           "scatter": {"scatter_reduce"}, "rnn": {"rnn_tanh", "rnn_relu", "gru", "lstm"}}
@@ -141,7 +145,8 @@ def test_library_compiles_for_sm90_without_spills():
     rows = _run(STATIC, interpret=False)
     assert {r["file"] for r in rows} == {"gemm", "conv", "sort", "scatter", "rnn"}
     assert {r["kernel"] for r in rows} == {"_gemm_kernel", "_gemm_split_sum", "_conv_kernel", "_conv_direct_kernel", "_sort_rows",
-                                           "_scatter_init", "_scatter_combine", "_scatter_finish", "_rnn_step_kernel"}
+                                           "_scatter_init", "_scatter_combine", "_scatter_finish", "_rnn_step_kernel",
+                                           "_rnn_seq_kernel"}
     for r in rows:
         where = f"{r['case']}: {r}"
         assert r["regs"] and r["regs"] > 0, where

@@ -134,3 +134,70 @@ def test_a_broken_reference_is_a_judge_error_not_a_verdict(tmp_path):
     task = load_task(task_dir)
     with pytest.raises(JudgeError, match="reference fails"):
         judge(task, ROWWISE, make_runner("cpu"), FAST)
+
+
+GLOBAL_INIT_REFERENCE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(batch_size, n))
+
+    def forward(self, x):
+        return x + self.bias
+
+
+batch_size = 16
+n = 32
+
+
+def get_inputs():
+    return [torch.randn(batch_size, n)]
+
+
+def get_init_inputs():
+    return [n]
+"""
+GLOBAL_INIT_CANDIDATE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add(x_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(batch_size, n))
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _add[(triton.cdiv(x.numel(), 256),)](x, self.bias.contiguous(), out, x.numel(), BLOCK=256)
+        return out
+"""
+
+
+def test_model_new_reads_the_workloads_module_constants(tmp_path):
+    """A KernelBench __init__ that reads a module constant (``batch_size``, an axis the hidden
+    workloads vary), copied into ModelNew whose file does not define it: the verifier lends
+    the candidate module each workload's value, as the reference's module gets it."""
+    from forgekernel.kernelbench import convert
+
+    _write(tmp_path / "problem.py", GLOBAL_INIT_REFERENCE)
+    task = load_task(convert(tmp_path / "problem.py", tmp_path / "task"))
+    _write(tmp_path / "cand" / "kernel.py", GLOBAL_INIT_CANDIDATE)
+    verdict = judge(task, tmp_path / "cand", make_runner("cpu"),
+                    JudgeOptions(trials=1, timing=False, hidden=True, timeout_s=120))
+    assert verdict.status is Status.PASSED, verdict.feedback
+    assert len({w.axes.get("batch_size") for w in verdict.workloads if not w.hidden}) > 1

@@ -51,6 +51,11 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "RT_FUSE_TAIL": (0, 1),
     "CONV_DIRECT_BLOCK": (256, 512, 1024, 2048, 4096),
     "CONV_DIRECT_WARPS": (2, 4, 8),
+    "RNN_BLOCK_B": (16, 32, 64),
+    "RNN_BLOCK_H": (16, 32, 64, 128),
+    "RNN_BLOCK_K": (16, 32, 64, 128),
+    "RNN_NUM_WARPS": (2, 4, 8),
+    "RNN_SEQ_WARPS": (4, 8, 16),
 }
 """Values worth searching for each knob a generated candidate may carry."""
 KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -63,6 +68,7 @@ KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
     "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
              ("CONV_NUM_WARPS",), ("CONV_COPY_NHWC",), ("RT_FUSE_TAIL",)),
     "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",)),
+    "rnn": (("RNN_BLOCK_B", "RNN_BLOCK_H"), ("RNN_BLOCK_K", "RNN_NUM_WARPS"), ("RNN_SEQ_WARPS",)),
 }
 """Knobs swept together in one tuning row, by the kind of kernel they shape."""
 
@@ -75,7 +81,7 @@ class Generated:
     kernels: tuple[str, ...]
     library: tuple[str, ...]
     kinds: tuple[str, ...]
-    """Kernel kinds present: pointwise, tiled, reduction, gemm, conv, conv_direct (their knobs
+    """Kernel kinds present: pointwise, tiled, reduction, gemm, conv, conv_direct, rnn (their knobs
     matter)."""
     template: templates.Template
     graph: str
@@ -243,7 +249,8 @@ def _kinds(text: str, conv_groups: tuple[tuple[int, int], ...] = ()) -> tuple[st
         found.append("tiled")
     if any(kind in ("reduction", "persistent_reduction") for kind, _ in launches):
         found.append("reduction")
-    found += [k for k, mark in (("gemm", "GEMM_BLOCK_M"), ("conv", "CONV_BLOCK_M")) if mark in text]
+    found += [k for k, mark in (("gemm", "GEMM_BLOCK_M"), ("conv", "CONV_BLOCK_M"), ("rnn", "RNN_BLOCK_B"))
+              if mark in text]
     if "conv" in found and conv_groups:  # which kernels of conv.py run
         from forgekernel.generate.classify import thin_group
 

@@ -49,6 +49,7 @@ class Executor:
         self.module: Any = None
         self.fn: Any = None
         self.models: dict[str, Any] = {}
+        self.lent: set[str] = set()  # module constants lent to the candidate module (it lacked them)
         self.own: tuple[str, ...] | None = ()
         """The candidate's kernel names (None: any Triton kernel counts, library ones too)."""
         self.candidate_dir = ""
@@ -120,6 +121,10 @@ class Executor:
 
         before = guards.thread_ids()
         init = [_plain(v) for v in msg["init"]]
+        for name, value in dict(msg.get("constants") or {}).items():  # only names it lacks or was lent
+            if str(name).isidentifier() and isinstance(value, int) and (name in self.lent or not hasattr(self.module, name)):
+                setattr(self.module, name, value)
+                self.lent.add(name)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(msg["seed"]))
             model = self.module.ModelNew(*init)

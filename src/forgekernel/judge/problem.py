@@ -74,6 +74,13 @@ class Problem:
     def module_at(self, wl: Workload) -> Any:
         return inst.module_at(self.task, self.ref, dict(wl.axes))
 
+    def constants(self, wl: Workload) -> dict[str, int]:
+        """The plain module constants (``batch_size = 10``) a KernelBench workload sets."""
+        if not self.kernelbench:
+            return {}
+        return {name: v for (name, index), v in inst.overrides(self.task, self.ref, dict(wl.axes)).items()
+                if index is None}
+
     def _pair(self, wl: Workload) -> tuple[Any, Any]:
         """(Model, its float64 copy) at the workload, built once under the init seed."""
         import torch

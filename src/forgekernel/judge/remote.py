@@ -145,8 +145,12 @@ class CandidateProcess:
             raise Failure(Status.COMPILE_ERROR, str(reply["missing"])[:200],
                           {"kind": "entry", "phase": "import"})
 
-    def model(self, key: str, init: list[Any], seed: int, train: bool, where: str, hidden: bool) -> None:
-        self._ask({"op": "model", "key": key, "init": init, "seed": seed, "train": train},
+    def model(self, key: str, init: list[Any], seed: int, train: bool, where: str, hidden: bool,
+              constants: dict[str, int] | None = None) -> None:
+        """Build ModelNew at a workload; ``constants``: the workload's module constants, for a
+        copied ``__init__`` that reads one the candidate does not define (``batch_size``)."""
+        self._ask({"op": "model", "key": key, "init": init, "seed": seed, "train": train,
+                   "constants": constants or {}},
                   REQUEST_S["model"], phase="init", where=f"ModelNew(*get_init_inputs()) at {where}",
                   hidden=hidden)
 

@@ -193,7 +193,8 @@ class Session:
         for slot in self.slots:
             init = wire.plain_values(self.problem.module_at(slot.wl).get_init_inputs())
             proc.model(key(slot), init, self.problem.init_seed,
-                       self.task.judge.module_mode == "train", slot.label, slot.wl.hidden)
+                       self.task.judge.module_mode == "train", slot.label, slot.wl.hidden,
+                       self.problem.constants(slot.wl))
 
     def close(self) -> None:
         for proc in (self.cand, self.perf):

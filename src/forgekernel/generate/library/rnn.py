@@ -10,7 +10,9 @@ sequence (cuDNN on a GPU). Here each layer and direction runs as:
    products of every gate for that block (``tl.dot`` over the hidden size, fp32
    accumulation) and the gates' element-wise update (PyTorch's gate order and formulas),
    and writes the new hidden state straight into the layer's output at that step, which is
-   the next step's previous state (the LSTM's cell state ping-pongs between two buffers).
+   the next step's previous state (the LSTM's cell state ping-pongs between two buffers);
+   where one program holds the whole state (batch and hidden size within one block), a
+   single launch of ``_rnn_seq_kernel`` runs every step instead, a barrier between them.
 
 Public API (the aten ops' ``.input`` overloads, as Inductor's wrapper calls them):
 ``rnn_tanh(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)``,
@@ -22,7 +24,8 @@ the same functions, which the judge counts as eager compute): LSTM projections
 
 Knobs (header below): RNN_BLOCK_B and RNN_BLOCK_H, the batch rows and hidden units of one
 program (each clamped to the next power of two >= the size, at least 16), RNN_BLOCK_K the
-hidden-size slice of one product step, RNN_NUM_WARPS, RNN_ALLOW_TF32 (1: fp32 products on
+hidden-size slice of one product step, RNN_NUM_WARPS (per-step kernel) and RNN_SEQ_WARPS
+(whole-sequence kernel, which carries the cell state and four gates' sums), RNN_ALLOW_TF32 (1: fp32 products on
 tf32 tensor cores, as cuDNN's RNNs do by default in PyTorch; 0: full precision).
 """
 
@@ -35,10 +38,14 @@ RNN_BLOCK_B = 16
 RNN_BLOCK_H = 64
 RNN_BLOCK_K = 64
 RNN_NUM_WARPS = 4
+RNN_SEQ_WARPS = 8
 RNN_ALLOW_TF32 = 1
 # --- end ---
 
 _rnn_modes = {"rnn_tanh": 0, "rnn_relu": 1, "gru": 2, "lstm": 3}
+# Under the CPU interpreter a launch costs milliseconds whatever its size: blocks large
+# enough that a smoke workload's state fits one program, which runs the whole sequence.
+_rnn_cpu_blocks = (64, 128, 128)
 
 
 @triton.jit
@@ -67,14 +74,12 @@ def _rnn_tanh(x):
 
 
 @triton.jit
-def _rnn_step_kernel(gi_ptr, h_ptr, w_ptr, bhh_ptr, out_ptr, c_ptr, c_next_ptr, B, H,
-                     s_gi, s_h, s_out, MODE: tl.constexpr, PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr,
-                     BLOCK_K: tl.constexpr):
-    """One time step of one layer and direction for a block of batch rows and hidden units.
-    MODE: 0 tanh RNN, 1 ReLU RNN, 2 GRU (gates r, z, n), 3 LSTM (gates i, f, g, o); the
-    hidden bias is zeros for a layer without biases."""
-    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
-    rj = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+def _rnn_cell(gi_ptr, h_ptr, s_h, w_ptr, bhh_ptr, c, B, H, s_gi, rb, rj, MODE: tl.constexpr,
+              PRECISION: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr,
+              BLOCK_K: tl.constexpr):
+    """The new state of a block of batch rows (rb) by hidden units (rj): (h, c), c the LSTM's
+    cell state (passed in and out; unused otherwise). MODE: 0 tanh RNN, 1 ReLU RNN, 2 GRU
+    (gates r, z, n), 3 LSTM (gates i, f, g, o); bhh is zeros for a layer without biases."""
     mb, mj = rb < B, rj < H
     a0 = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
     a1 = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
@@ -110,11 +115,58 @@ def _rnn_step_kernel(gi_ptr, h_ptr, w_ptr, bhh_ptr, out_ptr, c_ptr, c_next_ptr, 
         g1, b1 = _rnn_gate_in(gi_ptr, bhh_ptr, 1, rb, rj, H, s_gi, mask)
         g2, b2 = _rnn_gate_in(gi_ptr, bhh_ptr, 2, rb, rj, H, s_gi, mask)
         g3, b3 = _rnn_gate_in(gi_ptr, bhh_ptr, 3, rb, rj, H, s_gi, mask)
-        c = tl.load(c_ptr + rb[:, None] * H + rj[None, :], mask=mask, other=0.0).to(tl.float32)
         c = _rnn_sigmoid(g1 + a1 + b1) * c + _rnn_sigmoid(g0 + a0 + b0) * _rnn_tanh(g2 + a2 + b2)
-        tl.store(c_next_ptr + rb[:, None] * H + rj[None, :], c.to(c_next_ptr.dtype.element_ty), mask=mask)
         new = _rnn_sigmoid(g3 + a3 + b3) * _rnn_tanh(c)
+    return new, c
+
+
+@triton.jit
+def _rnn_step_kernel(gi_ptr, h_ptr, w_ptr, bhh_ptr, out_ptr, c_ptr, c_next_ptr, B, H,
+                     s_gi, s_h, s_out, MODE: tl.constexpr, PRECISION: tl.constexpr,
+                     BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """One time step of one layer and direction, a block of batch rows by hidden units per
+    program; the LSTM's cell state read from c_ptr and written to c_next_ptr."""
+    rb = tl.program_id(0) * BLOCK_B + tl.arange(0, BLOCK_B)
+    rj = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    mask = (rb < B)[:, None] & (rj < H)[None, :]
+    c = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
+    if MODE == 3:
+        c = tl.load(c_ptr + rb[:, None] * H + rj[None, :], mask=mask, other=0.0).to(tl.float32)
+    new, c = _rnn_cell(gi_ptr, h_ptr, s_h, w_ptr, bhh_ptr, c, B, H, s_gi, rb, rj, MODE, PRECISION,
+                       BLOCK_B, BLOCK_H, BLOCK_K)
+    if MODE == 3:
+        tl.store(c_next_ptr + rb[:, None] * H + rj[None, :], c.to(c_next_ptr.dtype.element_ty), mask=mask)
     tl.store(out_ptr + rb[:, None] * s_out + rj[None, :], new.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rnn_seq_kernel(gi_ptr, h0_ptr, w_ptr, bhh_ptr, out_ptr, c_ptr, B, H, T, s_gi_t, s_gi, s_h0,
+                    s_out_t, s_out, REVERSE: tl.constexpr, MODE: tl.constexpr, PRECISION: tl.constexpr,
+                    BLOCK_B: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The whole sequence of one layer and direction in one program, when one program holds
+    every batch row and hidden unit: each step's state is stored into the output and, after
+    a barrier, read back by the next; the LSTM's cell state stays in registers (written to
+    c_ptr at the end). One launch instead of one per step."""
+    rb = tl.arange(0, BLOCK_B)
+    rj = tl.arange(0, BLOCK_H)
+    mask = (rb < B)[:, None] & (rj < H)[None, :]
+    c = tl.zeros([BLOCK_B, BLOCK_H], dtype=tl.float32)
+    if MODE == 3:
+        c = tl.load(c_ptr + rb[:, None] * H + rj[None, :], mask=mask, other=0.0).to(tl.float32)
+    t = T - 1 if REVERSE else 0
+    new, c = _rnn_cell(gi_ptr + t * s_gi_t, h0_ptr, s_h0, w_ptr, bhh_ptr, c, B, H, s_gi, rb, rj, MODE,
+                       PRECISION, BLOCK_B, BLOCK_H, BLOCK_K)
+    tl.store(out_ptr + t * s_out_t + rb[:, None] * s_out + rj[None, :], new.to(out_ptr.dtype.element_ty), mask=mask)
+    for step in range(1, T):
+        prev = t
+        t = T - 1 - step if REVERSE else step
+        tl.debug_barrier()  # the previous step's stores seen by every thread of the program
+        new, c = _rnn_cell(gi_ptr + t * s_gi_t, out_ptr + prev * s_out_t, s_out, w_ptr, bhh_ptr, c, B, H,
+                           s_gi, rb, rj, MODE, PRECISION, BLOCK_B, BLOCK_H, BLOCK_K)
+        tl.store(out_ptr + t * s_out_t + rb[:, None] * s_out + rj[None, :], new.to(out_ptr.dtype.element_ty),
+                 mask=mask)
+    if MODE == 3:
+        tl.store(c_ptr + rb[:, None] * H + rj[None, :], c.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 def _rnn_block(size, knob):
@@ -135,10 +187,17 @@ def _rnn_direction(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, out, col, reverse):
     c_next = torch.empty_like(c) if c0 is not None else h
     if b_hh is None:
         b_hh = torch.zeros(w_hh.shape[0], dtype=w_hh.dtype, device=w_hh.device)
-    bb, bh = _rnn_block(batch, RNN_BLOCK_B), _rnn_block(hidden, RNN_BLOCK_H)
-    bk = _rnn_block(hidden, RNN_BLOCK_K)
+    knobs = _rnn_cpu_blocks if x.device.type == "cpu" else (RNN_BLOCK_B, RNN_BLOCK_H, RNN_BLOCK_K)
+    bb, bh, bk = (_rnn_block(batch, knobs[0]), _rnn_block(hidden, knobs[1]), _rnn_block(hidden, knobs[2]))
     precision = "ieee" if x.dtype == torch.float32 and not RNN_ALLOW_TF32 else "tf32"
     grid = (-(-batch // bb), -(-hidden // bh))
+    if grid == (1, 1) and steps > 0:  # one program holds the state: the whole sequence at once
+        dest = out[:, :, col:col + hidden]
+        _rnn_seq_kernel[(1,)](gi, h, w_hh, b_hh, dest, c, batch, hidden, steps, gi.stride(0), gi.stride(1),
+                              h.stride(0), out.stride(0), out.stride(1), REVERSE=reverse,
+                              MODE=_rnn_modes[kind], PRECISION=precision, BLOCK_B=bb, BLOCK_H=bh,
+                              BLOCK_K=bk, num_warps=RNN_SEQ_WARPS)
+        return dest[0 if reverse else steps - 1], (c if c0 is not None else None)
     for step in range(steps):
         t = steps - 1 - step if reverse else step
         dest = out[t, :, col:col + hidden]
