@@ -25,7 +25,7 @@ from typing import Any
 
 from forgekernel.errors import ForgeError
 from forgekernel.generate import complexes, rewrites
-from forgekernel.generate.libops import library_ops
+from forgekernel.generate.libops import library_ops, recurrent_ops
 
 INDUCTOR_CONFIG = {
     "cpu_backend": "triton",
@@ -212,7 +212,7 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
     # called after the graph instead of breaking it: fullgraph tracing would fail on it
     logging_calls = {*torch._dynamo.config.reorderable_logging_functions, warnings.warn}
     with _codegen_only(arch, config) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
-            torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions():
+            torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions(recurrent_ops()):
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         out = _compiled_once(torch.compile(traced, backend=backend, dynamic=True, fullgraph=True), example,
                              limit_s)

@@ -88,6 +88,14 @@ def library_op(name: str) -> Any:
     return _REGISTERED[0][name]
 
 
+def recurrent_ops() -> dict[Any, tuple[str, Any]]:
+    """``torch._VF.<kind>`` -> (kind, the forge_lib op) for the recurrent layers, which
+    :func:`forgekernel.generate.rewrites.traced_functions` replaces while tracing."""
+    import torch
+
+    return {getattr(torch._VF, kind): (kind, library_op(kind)._opoverload) for kind in RNN_KINDS}
+
+
 def library_ops() -> dict[Any, Callable[..., Any]]:
     """Decompositions routing aten ops forge implements itself to ``forge_lib`` custom ops."""
     import torch

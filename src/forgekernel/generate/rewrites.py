@@ -15,7 +15,7 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def traced_functions() -> Iterator[None]:
+def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Iterator[None]:
     """Torch functions rewritten while the reference is traced (Dynamo traces through an active
     TorchFunctionMode), where the function itself would fix a size of the workload as a
     constant: ``F.one_hot`` takes its class count as a plain int (a count read from a
@@ -33,10 +33,9 @@ def traced_functions() -> Iterator[None]:
 
     cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
              F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid}
-    from forgekernel.generate.libops import RNN_KINDS, library_op
     from forgekernel.metamode import whole_sequence
 
-    recurrent = {getattr(torch._VF, kind): (kind, library_op(kind)._opoverload) for kind in RNN_KINDS}
+    recurrent = recurrent or {}  # torch._VF.<kind> -> (kind, the library op standing in for it)
 
     class _Rewrites(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

@@ -151,7 +151,8 @@ def _trim(session: Any) -> bool:
     session.torch.cuda.empty_cache()  # the pools are the driver's, not this cache's
     procs = [p for p in (session.cand, session.perf) if p is not None]
     pools = sum(pool.nbytes for p in procs for pool in p.owned)
-    big = session.device_bytes is not None and pools * residency.DEVICE_COPIES > session.device_bytes
+    planned = getattr(session, "device_bytes", None)
+    big = planned is not None and pools * residency.DEVICE_COPIES > planned
     if pools > RESPAWN_BYTES and (getattr(session, "shared_gpu", False) or big):
         kernel, perf = session.cand.kernel, session.perf.kernel if session.perf is not None else None
         session.close()  # the executors gone, their pools freed
