@@ -241,34 +241,29 @@ def _rnn_run(kind, x, h0, c0, params, has_biases, num_layers, dropout, train, bi
     return (out, hs, torch.stack(c_n)) if c0 is not None else (out, hs)
 
 
-def _rnn_torch(kind, x, hx, params, *flags):
-    layer = {"rnn_tanh": torch.rnn_tanh, "rnn_relu": torch.rnn_relu, "gru": torch.gru, "lstm": torch.lstm}[kind]
-    return layer(x, hx, params, *flags)
+def _rnn_layer(kind, x, hx, params, flags):
+    """The library's layer where it covers the call, else torch's (``flags``: has_biases,
+    num_layers, dropout, train, bidirectional, batch_first)."""
+    has_biases, num_layers, dropout, train, bidirectional, _ = flags
+    if not _rnn_supported(kind, params, has_biases, num_layers, dropout, train, bidirectional, x):
+        torch_layer = {"rnn_tanh": torch.rnn_tanh, "rnn_relu": torch.rnn_relu, "gru": torch.gru,
+                       "lstm": torch.lstm}[kind]
+        return torch_layer(x, list(hx) if kind == "lstm" else hx, params, *flags)
+    h0, c0 = (hx[0], hx[1]) if kind == "lstm" else (hx, None)
+    return _rnn_run(kind, x, h0, c0, params, *flags)
 
 
 def rnn_tanh(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    if not _rnn_supported("rnn_tanh", params, has_biases, num_layers, dropout, train, bidirectional, x):
-        return _rnn_torch("rnn_tanh", x, hx, params, *flags)
-    return _rnn_run("rnn_tanh", x, hx, None, params, *flags)
+    return _rnn_layer("rnn_tanh", x, hx, params, (has_biases, num_layers, dropout, train, bidirectional, batch_first))
 
 
 def rnn_relu(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    if not _rnn_supported("rnn_relu", params, has_biases, num_layers, dropout, train, bidirectional, x):
-        return _rnn_torch("rnn_relu", x, hx, params, *flags)
-    return _rnn_run("rnn_relu", x, hx, None, params, *flags)
+    return _rnn_layer("rnn_relu", x, hx, params, (has_biases, num_layers, dropout, train, bidirectional, batch_first))
 
 
 def gru(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    if not _rnn_supported("gru", params, has_biases, num_layers, dropout, train, bidirectional, x):
-        return _rnn_torch("gru", x, hx, params, *flags)
-    return _rnn_run("gru", x, hx, None, params, *flags)
+    return _rnn_layer("gru", x, hx, params, (has_biases, num_layers, dropout, train, bidirectional, batch_first))
 
 
 def lstm(x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-    flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
-    if not _rnn_supported("lstm", params, has_biases, num_layers, dropout, train, bidirectional, x):
-        return _rnn_torch("lstm", x, list(hx), params, *flags)
-    return _rnn_run("lstm", x, hx[0], hx[1], params, *flags)
+    return _rnn_layer("lstm", x, hx, params, (has_biases, num_layers, dropout, train, bidirectional, batch_first))
