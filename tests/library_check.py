@@ -329,8 +329,8 @@ def rnn_cases(lib, r: Gen, dt):
     float64 copies (gate order and formulas, both directions, stacked layers, no biases); the
     library's outputs are contiguous (aten's batch-first output is a transposed view). Not
     bf16 under the interpreter, whose float32 -> bfloat16 stores truncate: each step's state
-    is stored and read back, so the bias grows with the steps (1.2-6.7x the error of ATen's
-    own bf16 layers on the CPU in these cases, measured once by hand)."""
+    is stored and read back, so the bias grows with the steps (several times the error of
+    ATen's own bf16 layers on the CPU in these cases)."""
     if dt == torch.bfloat16 and r.device == "cpu":
         return
     for kind, layers, bidir, batch_first, biases, (steps, batch, feat, hidden) in RNN_CASES:
