@@ -22,7 +22,10 @@ fi
 if [ -f "$BENCH/bench.toml" ]; then
   args=("$BENCH")
 else
-  args=(.kb/level1 .kb/level2 --sample "${SAMPLE:-30}" --seed "${SEED:-0}" --out "$BENCH" --delivery local
+  # PROBLEMS="FILE ..." benches those files instead of the seeded sample
+  if [ -n "${PROBLEMS:-}" ]; then read -ra args <<< "$PROBLEMS"; else
+    args=(.kb/level1 .kb/level2 --sample "${SAMPLE:-30}" --seed "${SEED:-0}"); fi
+  args+=(--out "$BENCH" --delivery local
         --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}" --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}"
         ${SHARE:+--share-gpu "$SHARE"})
 fi
