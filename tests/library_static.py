@@ -109,6 +109,10 @@ CALLS = {  # file -> [(name, call on the loaded module)]
             meta(1, 10, 128, dtype=F), meta(1, 10, 256, dtype=F),
             [meta(768, 128, dtype=F), meta(768, 256, dtype=F), meta(768, dtype=F), meta(768, dtype=F)],
             True, 1, 0.0, False, False, False)),
+        ("lstm fp32 batch 10 hidden 256 (KernelBench L3 35)", lambda r: r.lstm(
+            meta(1, 10, 128, dtype=F), [meta(1, 10, 256, dtype=F), meta(1, 10, 256, dtype=F)],
+            [meta(1024, 128, dtype=F), meta(1024, 256, dtype=F), meta(1024, dtype=F), meta(1024, dtype=F)],
+            True, 1, 0.0, False, False, False)),
         ("lstm fp32 batch 10 hidden 64 (one program: the whole sequence)", lambda r: r.lstm(
             meta(4, 10, 32, dtype=F), [meta(1, 10, 64, dtype=F), meta(1, 10, 64, dtype=F)],
             [meta(256, 32, dtype=F), meta(256, 64, dtype=F), meta(256, dtype=F), meta(256, dtype=F)],

@@ -27,6 +27,10 @@ def test_keep_copies_where_planned():
         assert kept[1:] == [3, None]
         assert torch.equal(kept[0], x) and kept[0].data_ptr() != x.data_ptr()
         assert kept[0].device.type == "cpu"
+    args = [x, 3]
+    assert residency.Residency().hold(args) is args  # a device plan: the same tensors, no copy
+    held = residency.Residency(host=True).hold(args)  # a timed call's inputs for the oracle
+    assert held[0] is not x and torch.equal(held[0], x) and held[1] == 3
     assert residency.io_bytes([x, 2.0], out_bytes=100) == 6 * 4 + 100
     assert residency.free_bytes(torch, cuda=False, planned_gib=None) is None
     assert residency.free_bytes(torch, cuda=False, planned_gib=2) == 2 << 30

@@ -502,6 +502,7 @@ def test_the_verifier_running_out_of_device_memory_is_no_verdict_on_the_candidat
                  types.SimpleNamespace(wl=types.SimpleNamespace(axes={"M": 4096, "N": 393216}),
                                        label="M=4096 x N=393216")]
         closed = False
+        cuda = False
 
         def load(self):
             pass
@@ -515,8 +516,8 @@ def test_the_verifier_running_out_of_device_memory_is_no_verdict_on_the_candidat
     out = worker._judge(Session(), {}, {"versions": {}, "device": "cuda"})
     assert "status" not in out and Session.closed
     assert out["judge_error"].startswith("device memory ran out in the verifier (largest workload: "
-                                         "M=4096 x N=393216): CUDA out of memory")
-    assert "--device-memory" in out["judge_error"]
+                                         "M=4096 x N=393216) [at worker._judge:")
+    assert "]: CUDA out of memory" in out["judge_error"] and "--device-memory" in out["judge_error"]
 
 
 def test_spent_sums_each_kind_and_keeps_its_slowest_occurrence():

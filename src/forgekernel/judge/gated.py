@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from forgekernel.judge import gate, ipc
+from forgekernel.judge import gate, ipc, residency
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
 from forgekernel.records import Status
@@ -161,7 +161,10 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     outs = session.cand.collect(slot, picks, keep=where.keep)
     with session.spent("verify_timed"):
         for j, got in zip(picks, outs, strict=True):
-            timed.verify_timed(session, slot, problem.make(wl, last_seeds[j]), got, j == k - 1)
+            if where.release:  # the timed batches' blocks: the float64 oracle's now
+                residency.release(session.torch)
+            args = where.hold(problem.make(wl, last_seeds[j]))  # the oracle moves what it needs
+            timed.verify_timed(session, slot, args, got, j == k - 1)
     fields = timed.summarise_sides(session, slot, sides, "device", k)
     if run.kept:
         fields["flags"].append(f"{slot.label}: {run.kept} timed batches read while this machine's CPUs were "

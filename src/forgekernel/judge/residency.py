@@ -43,6 +43,11 @@ class Residency:
 
         return [self.keep(a) if isinstance(a, torch.Tensor) else a for a in args]
 
+    def hold(self, args: list[Any]) -> list[Any]:
+        """``args`` moved to host memory under a host plan (their device copies then freed
+        once the caller drops them), else ``args`` themselves."""
+        return self.keep_all(args) if self.host else args
+
 
 def io_bytes(args: list[Any], out_bytes: int) -> int:
     """Bytes of a call's tensor inputs and its outputs (``out_bytes``)."""

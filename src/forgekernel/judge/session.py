@@ -286,6 +286,8 @@ class Session:
         del args
         self.mutation(slot, after, pristine)
         out2, _ = self.call(slot, pristine, POISON_PATTERNS[1], where=where)
+        if where.release:  # the second call's blocks: the float64 oracle's now
+            residency.release(self.torch)
         with self.spent("oracle"):
             oracle, up = self.problem.oracle_with_inputs(slot.wl, pristine)
         with self.spent("compare"):

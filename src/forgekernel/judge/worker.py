@@ -245,10 +245,28 @@ def out_of_memory(session: Any, exc: Exception, who: str = "the verifier") -> st
                   default=None)
     where = f" (largest workload: {biggest.label})" if biggest is not None else ""
     first = str(exc).split(".")[0][:160]
-    return (f"device memory ran out in {who}{where}: {first}. The verifier keeps pristine "
+    return (f"device memory ran out in {who}{where}{_oom_site(session, exc)}: {first}. The verifier keeps pristine "
             "inputs, a float64 oracle and timing pools beside the candidate's buffers; plan it with "
             "less (forge judge --device-memory GIB keeps its copies in host memory) or judge this "
             "task at smaller workloads on this device")
+
+
+def _oom_site(session: Any, exc: BaseException) -> str:
+    """Where the verifier was (its innermost judge frame) and what held the device then."""
+    import traceback
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve().is_relative_to(package)]
+    at = f"{Path(frames[-1].filename).stem}.{frames[-1].name}:{frames[-1].lineno}" if frames else "unknown"
+    if not session.cuda:
+        return f" [at {at}]"
+    torch, gib = session.torch, 1 << 30
+    pools = sum(pool.nbytes for p in (session.cand, session.perf) if p is not None for pool in p.owned)
+    free, total = torch.cuda.mem_get_info()
+    return (f" [at {at}; verifier {torch.cuda.memory_allocated() / gib:.1f} GiB allocated, "
+            f"{torch.cuda.memory_reserved() / gib:.1f} reserved; executors' pools {pools / gib:.1f} GiB; "
+            f"device {free / gib:.1f} of {total / gib:.1f} GiB free]")
 
 
 def _result(session: Any, status: Any, reason: str, details: dict[str, Any],

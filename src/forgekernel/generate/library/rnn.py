@@ -173,6 +173,18 @@ def _rnn_block(size, knob):
     return min(knob, max(16, 1 << (max(int(size), 1) - 1).bit_length()))
 
 
+_RNN_SMEM = 200 * 1024  # of the 227 KiB an sm_90 program may hold, some left for the compiler's own
+
+
+def _rnn_stages(kind, bb, bh, bk, esize):
+    """Software-pipeline depth of the hidden-to-hidden loop: every stage past the first keeps
+    one slice of the state and of each gate's weights in shared memory (an LSTM at
+    RNN_BLOCK_H=128 asked for 264 KiB at three stages)."""
+    gates = (1, 1, 3, 4)[_rnn_modes[kind]]
+    stage = (gates * bk * bh + bb * bk) * esize
+    return 3 if 2 * stage <= _RNN_SMEM else 2 if stage <= _RNN_SMEM else 1
+
+
 def _rnn_direction(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, out, col, reverse):
     """One layer and direction over x [T, B, I], writing out[:, :, col:col + H]; returns
     (h_n, c_n) (c_n None but for the LSTM)."""
@@ -191,12 +203,13 @@ def _rnn_direction(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, out, col, reverse):
     bb, bh, bk = (_rnn_block(batch, knobs[0]), _rnn_block(hidden, knobs[1]), _rnn_block(hidden, knobs[2]))
     precision = "ieee" if x.dtype == torch.float32 and not RNN_ALLOW_TF32 else "tf32"
     grid = (-(-batch // bb), -(-hidden // bh))
+    stages = _rnn_stages(kind, bb, bh, bk, w_hh.element_size())
     if grid == (1, 1) and steps > 0:  # one program holds the state: the whole sequence at once
         dest = out[:, :, col:col + hidden]
         _rnn_seq_kernel[(1,)](gi, h, w_hh, b_hh, dest, c, batch, hidden, steps, gi.stride(0), gi.stride(1),
                               h.stride(0), out.stride(0), out.stride(1), REVERSE=reverse,
                               MODE=_rnn_modes[kind], PRECISION=precision, BLOCK_B=bb, BLOCK_H=bh,
-                              BLOCK_K=bk, num_warps=RNN_SEQ_WARPS)
+                              BLOCK_K=bk, num_warps=RNN_SEQ_WARPS, num_stages=stages)
         return dest[0 if reverse else steps - 1], (c if c0 is not None else None)
     for step in range(steps):
         t = steps - 1 - step if reverse else step
@@ -204,7 +217,8 @@ def _rnn_direction(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, out, col, reverse):
         _rnn_step_kernel[grid](gi[t], h, w_hh, b_hh, dest, c, c_next,
                                batch, hidden, gi.stride(1), h.stride(0), out.stride(1),
                                MODE=_rnn_modes[kind], PRECISION=precision,
-                               BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bk, num_warps=RNN_NUM_WARPS)
+                               BLOCK_B=bb, BLOCK_H=bh, BLOCK_K=bk, num_warps=RNN_NUM_WARPS,
+                               num_stages=stages)
         h = dest
         c, c_next = c_next, c
     return h, (c if c0 is not None else None)
