@@ -144,3 +144,40 @@ def test_device_footprint_counts_outputs_as_well_as_inputs_and_parameters(tmp_pa
     full = [w for w in task.workloads if not w.smoke]
     inputs, output = 2 * 32768 * 64 * 4, 32768 * 32768 * 4
     assert Problem(task, "cpu").footprint(full) == inputs + output
+
+
+def test_oracle_moves_to_host_memory_when_the_device_cannot_hold_it(tmp_path):
+    """On an 80 GB H100 a 1.6e9-element ReLU's float64 oracle ran the device out of memory
+    beside the executors' pools, and the verifier then tried the reference in its own dtype
+    (which ran out too). Out of memory is never a reason for the own-dtype oracle: the float64
+    oracle is computed in host memory, with the same parameters, and the verdict says so.
+    The fake device here is ``meta`` with a model that raises out of memory there."""
+    import torch
+
+    from forgekernel.judge.problem import Problem
+
+    src = tmp_path / "scaled.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def __init__(self):\n        super().__init__()\n"
+                   "        self.w = nn.Parameter(torch.randn(N))\n\n"
+                   "    def forward(self, x):\n"
+                   "        if x.is_meta:\n"
+                   "            raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 12.00 GiB')\n"
+                   "        return torch.relu(x) * self.w\n\n\n"
+                   "M = 64\nN = 32\n\n\n"
+                   "def get_inputs():\n    return [torch.randn(M, N)]\n\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    task = load_task(convert(src, tmp_path / "t"))
+    wl = task.workloads[0]
+    assert wl.axes["M"] == 64  # small enough to be its own smoke workload
+    problem = Problem(task, "meta")
+    x = torch.randn(64, 32)  # the verifier's pristine copy, kept in host memory
+    outs, up = problem.oracle_with_inputs(wl, [x])
+    assert outs[0].device.type == "cpu" and outs[0].dtype == torch.float64 and up[0].dtype == torch.float64
+    cpu = Problem(task, "cpu")
+    cpu.init_seed = problem.init_seed  # the same parameters as the device's model
+    assert torch.equal(outs[0], cpu.oracle(wl, [x])[0])
+    assert not problem.own_precision
+    assert problem.notes == ["correctness oracle: computed in host memory where the device could not hold "
+                             "its float64 copies"]
+    assert problem.oracle(wl, [x])[0].device.type == "cpu" and len(problem.notes) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from forgekernel.judge import gated, residency
@@ -46,3 +48,25 @@ def test_timed_batch_holds_its_outputs_within_the_pool_limit():
     small = [torch.empty(1024, 1024, device="meta")]
     assert gated.calls_per_batch(0.05, small, 4 << 20) == min(gated.MAX_K, gated.POOL_MAX_BYTES // (8 << 20),
                                                               int(gated.BATCH_MS / 0.05) + 1)
+
+
+def test_calibration_sizes_the_staging_pool_for_the_largest_workload(tmp_path):
+    """A pool is freed only with its executor, so a staging pool grown call by call kept every
+    smaller one (an H100 held 24 GiB of them for a 6.4 GB ReLU and its slightly larger hidden
+    workload): calibration records each workload's staged bytes, and the first pool is sized
+    for the largest."""
+    from forgekernel.judge import ipc
+    from forgekernel.judge.options import JudgeOptions
+    from forgekernel.judge.session import Session
+    from forgekernel.task import load_task
+
+    task = load_task(Path(__file__).resolve().parents[1] / "tasks" / "softmax")
+    payload = {"task": task.model_dump(mode="json"), "options": JudgeOptions(smoke_only=True).model_dump(mode="json"),
+               "candidate_dir": str(tmp_path)}
+    session = Session(payload, "cpu")
+    session.calibrate()
+    assert len(session.slots) > 2 and any(s.wl.hidden for s in session.slots)
+    for slot in session.slots:
+        args = session.problem.make(slot.wl, 0)
+        outs = [torch.empty(o.shape, dtype=o.dtype) for o in slot.outputs]
+        assert slot.staged_bytes == ipc.layout([a for a in args if isinstance(a, torch.Tensor)] + outs)[1] > 0

@@ -308,3 +308,34 @@ def test_forge_run_takes_a_kernelbench_file_as_forge_new_does(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in out, out  # 2: cpu-interpret never meets a target
     assert (tmp_path / "run" / "task" / "task.toml").read_text().count('format = "kernelbench"') == 1
     assert (tmp_path / "run" / "best" / "kernel.py").is_file(), out
+
+
+def test_a_constructor_that_reads_values_builds_with_its_weights_on_meta(tmp_path):
+    """KernelBench L3 29 (Swin MLP) reads drop-path rates with .item() while it builds, which
+    meta tensors cannot: it is built on the CPU with each weight moved to meta as it is
+    registered (nothing of the weights' size allocated at once), and torch's Module is left as
+    it was."""
+    src = write(tmp_path, "reads_values.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def __init__(self, dim):\n"
+        "        super().__init__()\n"
+        "        rates = [x.item() for x in torch.linspace(0, 0.1, 3)]\n"
+        "        self.scale = rates[1]\n"
+        "        self.proj = nn.Linear(dim, dim)\n"
+        "        self.register_buffer('shift', torch.ones(dim))\n\n"
+        "    def forward(self, x):\n"
+        "        return self.proj(x) * self.scale + self.shift\n\n\n"
+        "batch_size = 4\ndim = 8\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, dim)]\n\n\n"
+        "def get_init_inputs():\n    return [dim]\n"))
+    register = nn_register = torch.nn.Module.register_parameter
+    task = load_task(convert(src, tmp_path / "t"))
+    assert torch.nn.Module.register_parameter is nn_register is register
+    from forgekernel.task import load_module
+
+    module = load_module(Path(task.root) / "reference.py", name="_reads_values_ref")
+    model = instance.model_at(task, module, meta=True)
+    assert model.scale == pytest.approx(0.05)
+    assert {t.device.type for _, t in instance.named_tensors(model)} == {"meta"}
+    assert [n for n, _ in instance.named_tensors(model)] == ["proj.weight", "proj.bias", "shift"]
+    assert [list(o.shape) for o in task.outputs.values()] == [["batch_size", "dim"]]  # the forward ran on meta

@@ -125,6 +125,42 @@ def on_meta(track: bool = False) -> Iterator[Any]:
         Distribution.set_default_validate_args(validate)
 
 
+def _model_on_meta(cls: Any, module: ModuleType) -> Any:
+    """``cls(*get_init_inputs())`` with its weights on meta. Built under :func:`on_meta` when
+    the constructor allows; one that reads values while it builds (``[x.item() for x in
+    torch.linspace(...)]``, a Swin model's drop-path rates) is built on the CPU instead, each
+    parameter and buffer moved to meta as it is registered (the largest one allocated at a time)."""
+    try:
+        with on_meta():
+            return cls(*module.get_init_inputs())
+    except Exception:  # noqa: BLE001 - tried once more, reading values on the CPU
+        pass
+    with _weights_on_meta():
+        return cls(*module.get_init_inputs())
+
+
+@contextlib.contextmanager
+def _weights_on_meta() -> Iterator[None]:
+    import torch
+
+    mod = torch.nn.Module
+    register_parameter, register_buffer = mod.register_parameter, mod.register_buffer
+
+    def parameter(self: Any, name: str, param: Any) -> None:
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.detach().to("meta"), requires_grad=param.requires_grad)
+        register_parameter(self, name, param)
+
+    def buffer(self: Any, name: str, tensor: Any, persistent: bool = True) -> None:
+        register_buffer(self, name, tensor.to("meta") if isinstance(tensor, torch.Tensor) else tensor, persistent)
+
+    mod.register_parameter, mod.register_buffer = parameter, buffer
+    try:
+        yield
+    finally:
+        mod.register_parameter, mod.register_buffer = register_parameter, register_buffer
+
+
 def model_at(task: TaskSpec, module: ModuleType, *, init_seed: int = 0, device: str = "cpu",
              meta: bool = False, cls: Any = None) -> Any:
     """``cls(*get_init_inputs())`` (default: the reference's Model) of ``module`` (already at
@@ -135,8 +171,7 @@ def model_at(task: TaskSpec, module: ModuleType, *, init_seed: int = 0, device: 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
         if meta:
-            with on_meta():
-                model = cls(*module.get_init_inputs())
+            model = _model_on_meta(cls, module)
         else:
             model = cls(*module.get_init_inputs())
     if isinstance(model, torch.nn.Module):

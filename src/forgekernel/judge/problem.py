@@ -65,6 +65,7 @@ class Problem:
         self.kernelbench = inst.kernelbench(task)
         self.init_seed = inp.secret_seed()
         self._models: dict[tuple, tuple[Any, Any]] = {}
+        self._elsewhere: dict[tuple, Any] = {}
         self.notes: list[str] = []
         """What the verdict should say about how it was judged (the judge session's notes)."""
         self.own_precision = False
@@ -144,23 +145,60 @@ class Problem:
 
     def oracle_with_inputs(self, wl: Workload, args: list[Any]) -> tuple[tuple[Any, ...], list[Any]]:
         """The oracle's outputs and its (float64) inputs after the call, on this problem's
-        device wherever ``args`` are (the verifier may keep them in host memory)."""
+        device wherever ``args`` are (the verifier may keep them in host memory); in host
+        memory when the device cannot hold them (a 1.6e9-element ReLU: 25.8 GB in float64,
+        beside the executors' pools on an 80 GB card)."""
+        import torch
+
+        from forgekernel.judge import residency
+
+        try:
+            return self._oracle_on(wl, args, self.device)
+        except torch.OutOfMemoryError:
+            if self.device == "cpu":
+                raise
+        residency.release(torch)  # what the failed attempt left cached
+        note = "correctness oracle: computed in host memory where the device could not hold its float64 copies"
+        if note not in self.notes:
+            self.notes.append(note)
+        return self._oracle_on(wl, args, "cpu")
+
+    def _oracle_on(self, wl: Workload, args: list[Any], device: str) -> tuple[tuple[Any, ...], list[Any]]:
         import torch
 
         with torch.no_grad():
             if not self.own_precision:
-                up = inp.upcast(args, self.device)
-                fn = self._pair(wl)[1] if self.kernelbench else self.ref.run
+                up = inp.upcast(args, device)
+                fn = self._model64(wl, device) if self.kernelbench else self.ref.run
                 try:
                     return outputs_of(fn(*up)), up
+                except torch.OutOfMemoryError:
+                    raise  # the device's limit, not the float64 copy's fault
                 except Exception as exc:  # noqa: BLE001 - tried once more in the reference's own dtype
                     why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-            own = inp.clone_args(args, self.device)
-            outs = outputs_of(self.reference_callable(wl)(*own))  # if this raises, the reference fails
+                del up
+            own = inp.clone_args(args, device)
+            ref = self.reference_callable(wl) if device == self.device else self._model_on(wl, device, None)
+            outs = outputs_of(ref(*own))  # if this raises, the reference fails
             if not self.own_precision:
                 self.own_precision = True
                 self.notes.append(f"correctness oracle: the reference in its own dtype (its float64 copy raised {why})")
             return outs, own
+
+    def _model64(self, wl: Workload, device: str) -> Any:
+        import torch
+
+        return self._pair(wl)[1] if device == self.device else self._model_on(wl, device, torch.float64)
+
+    def _model_on(self, wl: Workload, device: str, dtype: Any) -> Any:
+        """A copy of the reference model (in ``dtype``, None: its own) on another device, kept."""
+        if not self.kernelbench:
+            return self.ref.run
+        key = (_key(wl), device, dtype)
+        if key not in self._elsewhere:  # built as _pair builds it: the same parameters
+            model = inst.model_at(self.task, self.module_at(wl), init_seed=self.init_seed, device=device)
+            self._elsewhere[key] = model.to(dtype) if dtype is not None else model
+        return self._elsewhere[key]
 
     # -- candidates
     def load(self, kernel: Path, name: str) -> Entry:

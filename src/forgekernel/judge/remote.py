@@ -207,7 +207,9 @@ class CandidateProcess:
         outs = [torch.empty(o.shape, dtype=o.dtype, device="meta") for o in slot.outputs]
         slices, nbytes = ipc.layout(tensors + outs)
         if self.staging is None or self.staging.nbytes < nbytes:
-            self.staging = self.pool(nbytes)
+            # sized for the largest workload at once: a pool is freed only with its executor,
+            # so growing it call by call kept each smaller one (24 GiB for a 6.4 GB ReLU)
+            self.staging = self.pool(max([nbytes] + [s.staged_bytes for s in self.session.slots]))
         pool, it = self.staging, iter(slices)
         inputs, descs = [], []
         for a in args:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import accounting, guards, residency, values, wire
+from forgekernel.judge import accounting, guards, ipc, residency, values, wire
 from forgekernel.judge import correctness as cx
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
@@ -156,6 +156,7 @@ class Session:
         if not all(type(r) is torch.Tensor for r in refs):
             raise TypeError("the reference must return tensors")
         specs = [OutSpec(tuple(r.shape), r.dtype, r.device, r.numel() * r.element_size()) for r in refs]
+        slot.staged_bytes = ipc.layout([a for a in args if isinstance(a, torch.Tensor)] + list(refs))[1]
         return specs, [values.reference_error(r, o) for r, o in zip(refs, oracle, strict=True)]
 
     # ------------------------------------------------------------ candidate

@@ -30,6 +30,8 @@ class Slot:
     worst_output: int = 0
     passed: bool | None = None
     prints: list[tuple[Any, Any]] = field(default_factory=list)
+    staged_bytes: int = 0
+    """The staging pool a call needs (its inputs and outputs), known from calibration."""
 
     def record(self, k: int, check: cx.Check) -> None:
         """Keep the first failing check, else the one closest to its tolerance."""
