@@ -631,6 +631,66 @@ def test_the_example_avoids_an_intermediate_size_of_one(tmp_path):
     assert wl.axes["depth"] - wl.axes["kernel_size"] + 1 > 1, wl.axes
 
 
+CAUSAL_MASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n_embd, n_head, max_seqlen):
+        super().__init__()
+        self.heads = n_head
+        self.proj = nn.Linear(n_embd, n_embd)
+        self.register_buffer("mask", torch.tril(torch.ones(max_seqlen, max_seqlen)).view(1, 1, max_seqlen, max_seqlen))
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = x.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        scores = (h @ h.transpose(-2, -1)).masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        y = (torch.softmax(scores, dim=-1) @ h).transpose(1, 2).reshape(B, T, C)
+        return self.proj(y)
+
+
+batch_size = 128
+max_seqlen = 1024
+seq_len = 512
+n_embd = 768
+n_head = 8
+
+
+def get_inputs():
+    return [torch.rand(batch_size, seq_len, n_embd)]
+
+
+def get_init_inputs():
+    return [n_embd, n_head, max_seqlen]
+'''
+
+
+def test_the_example_is_a_workload_the_reference_runs_at(tmp_path):
+    """minGPT's attention (KernelBench L3 43) slices a causal mask of max_seqlen to the
+    sequence: scaled down, both are 8, and the variant with the sequence alone doubled is one
+    the reference fails at. It scored as having no size-1 dimension and was traced ('Attempting
+    to broadcast a dimension of length 16'); a variant the forward fails at is never chosen."""
+    import torch
+
+    from forgekernel import instance
+    from forgekernel.generate import examples
+    from forgekernel.task import load_task
+
+    _converted(tmp_path, CAUSAL_MASK)
+    toml = tmp_path / "task" / "task.toml"  # smoke workloads as KernelBench L3 43's scale down
+    text = toml.read_text().replace("max_seqlen = 128\nseq_len = 16", "max_seqlen = 8\nseq_len = 8")
+    toml.write_text(text.replace("max_seqlen = 97\nseq_len = 13", "max_seqlen = 8\nseq_len = 7"))
+    task = load_task(tmp_path / "task")
+    assert [w.axes["max_seqlen"] for w in task.smoke_workloads()] == [8, 8]
+    wl = examples.example_workload(task)
+    assert wl.axes["seq_len"] <= wl.axes["max_seqlen"], wl.axes
+    _, module = examples.reference_function(task)
+    inst = instance.build(task, module, wl, meta=True)
+    with torch.no_grad():
+        inst.model(*inst.inputs)
+
+
 TOPK_AND_SORT = '''import torch
 import torch.nn as nn
 
