@@ -33,6 +33,8 @@ def example_workload(task: TaskSpec, thorough: bool = True) -> Workload:
         elif thorough and best[0] > 0:  # a size of 1 somewhere: one axis doubled at a time may avoid it
             best = min(best, _best(task, [_doubled(task, pool[0], only=k) for k in sorted(pool[0].axes)],
                                    thorough, start=2 * len(pool)))
+        if thorough and best[0] != REJECTED:
+            best = _apart(task, best)
         _EXAMPLES[key] = best[-1]
     return _EXAMPLES[key]
 
@@ -49,6 +51,37 @@ def _best(task: TaskSpec, options: list[Workload], thorough: bool, start: int = 
     return min(scored)
 
 
+def _apart(task: TaskSpec, best: tuple) -> tuple:
+    """``best`` with free axes of equal value moved apart where the reference allows: tracing
+    may take two sizes that are equal at the example for one (slicing a causal mask of
+    max_seqlen rows to the sequence length T made T and max_seqlen one symbol, KernelBench
+    L3 43: 'input has shape (7, 7, 96), expected (7, 8, 96)'). One axis of a pair doubled or
+    tripled at a time, kept when the reference runs there and it leaves fewer pairs and no
+    more sizes of 1 among the inputs and parameters."""
+    for _ in range(len(best[-1].axes)):
+        w = best[-1]
+        pairs = _coincident(task, w)
+        if not pairs:
+            break
+        moves = [m for k in sorted({k for p in pairs for k in p}) for f in (2, 3)
+                 if (m := _doubled(task, w, only=k, factor=f)) != w and _inner_ones(task, m) != REJECTED]
+        # sizes of 1 among the inputs and parameters only: a mask sliced from a longer buffer
+        # makes more intermediates with its constant leading 1s, not a size fixed at 1
+        fewer = [(len(_coincident(task, m)), _ones(task, m), -_size(task, m), i, m) for i, m in enumerate(moves)]
+        fewer = [f for f in fewer if f[0] < len(pairs) and f[1] <= _ones(task, w) and -f[2] <= 4 * EXAMPLE_ELEMENTS]
+        if not fewer:
+            break
+        best = (*best[:-1], min(fewer)[-1])
+    return best
+
+
+def _coincident(task: TaskSpec, wl: Workload) -> list[tuple[str, str]]:
+    """Pairs of free axes (not pinned) with equal values above 1."""
+    free = sorted(k for k, v in wl.axes.items() if v > 1 and task.axes[k].max != task.axes[k].min
+                  and task.axes[k].follows is None)
+    return [(a, b) for i, a in enumerate(free) for b in free[i + 1:] if wl.axes[a] == wl.axes[b]]
+
+
 EXAMPLE_ELEMENTS = 1 << 20
 """Elements of all example tensors together above which a larger example is not preferred."""
 
@@ -63,8 +96,8 @@ def _lifted(task: TaskSpec, wl: Workload) -> Workload:
     return Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True)
 
 
-def _doubled(task: TaskSpec, wl: Workload, only: str | None = None) -> Workload:
-    axes = {k: (2 * v if (only is None or k == only) and _valid(task, k, 2 * v) else v)
+def _doubled(task: TaskSpec, wl: Workload, only: str | None = None, factor: int = 2) -> Workload:
+    axes = {k: (factor * v if (only is None or k == only) and _valid(task, k, factor * v) else v)
             for k, v in wl.axes.items()}
     return _lifted(task, Workload(axes=task.derive(axes) or dict(wl.axes), smoke=True))
 
