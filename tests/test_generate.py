@@ -1336,3 +1336,71 @@ def test_recurrent_layers_become_the_rnn_library_at_any_sequence_length(tmp_path
     assert "rnn" in _kinds((tmp_path / "work" / "kernel.py").read_text())  # its knobs are searched
     for r in _check("gru", "lstm"):
         assert r["err"] < 1e-4 and r["library"] == [], r
+
+
+WINDOWED = '''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim, window, resolution):
+        super().__init__()
+        self.window, self.resolution = window, resolution
+        self.mix = nn.Linear(window * window, window * window)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        B, L, C = x.shape
+        H = W = self.resolution
+        w = self.window
+        t = x.view(B, H // w, w, W // w, w, C).permute(0, 1, 3, 5, 2, 4).reshape(-1, w * w)
+        t = self.mix(t).view(B, H // w, W // w, C, w, w).permute(0, 1, 4, 2, 5, 3).reshape(B, L, C)
+        return self.norm(x + t)
+
+
+class Model(nn.Module):
+    def __init__(self, dim, window, resolution, depth):
+        super().__init__()
+        assert (dim, resolution) == (8, 8), "the sizes its weights were trained at"
+        self.blocks = nn.Sequential(*[Block(dim, window, resolution) for _ in range(depth)])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+batch_size = 4
+dim = 8
+window = 4
+resolution = 8
+depth = 2
+
+
+def get_inputs():
+    return [torch.randn(batch_size, resolution * resolution, dim)]
+
+
+def get_init_inputs():
+    return [dim, window, resolution, depth]
+'''
+
+
+def test_a_model_the_same_at_every_workload_is_lowered_with_its_attributes_static(tmp_path):
+    """A windowed mixer whose window, resolution and widths are the problem's (only the batch
+    varies): its int attributes need not be sizes of their own (a Swin MLP's made the
+    arithmetic on sizes too large to lower within the limit). Lowered with them static, the
+    candidate still passes at every batch size; a model whose widths vary is not static."""
+    from forgekernel.generate import examples
+    from forgekernel.generate.inductor import STATIC_MODULE, lower
+
+    (tmp_path / "windowed").mkdir()
+    (tmp_path / "causal").mkdir()
+    task = _converted(tmp_path / "windowed", WINDOWED)
+    assert [k for k, a in task.axes.items() if a.min != a.max] == ["batch_size"]
+    assert examples.fixed_module(task)
+    fn, args, names = examples.flat_example(task, seed=0)
+    sized = {dyn is not None: [a for a in lower(fn, args, names=names, dynamo=dyn).args
+                               if a.kind == "size" and a.index < len(names)] for dyn in (None, STATIC_MODULE)}
+    assert sized[False] and not sized[True]  # the parameters' sizes: symbols, then constants
+    verdict = _generate_and_judge(task, tmp_path / "windowed")
+    assert verdict.profile["hidden_workloads"] > 0
+    assert not examples.fixed_module(_converted(tmp_path / "causal", CAUSAL_MASK))  # its widths vary

@@ -199,12 +199,12 @@ def generate(task: TaskSpec) -> Generated:
 
 def _generate(task: TaskSpec) -> Generated:
     from forgekernel.generate import assemble, classify, examples
-    from forgekernel.generate.inductor import LoweringError, lower
+    from forgekernel.generate.inductor import STATIC_MODULE, LoweringError, lower
 
     try:
         fn, args, names = examples.flat_example(task, seed=0)
         graph = classify.trace(fn, args)
-        lowered = lower(fn, args, names=names)
+        lowered = lower(fn, args, names=names, dynamo=STATIC_MODULE if examples.fixed_module(task) else None)
         asm = assemble.render(lowered, _entry(task),
                               title=f"Generated for task {task.name}: {graph.describe()}.")
     except LoweringError as exc:

@@ -219,6 +219,53 @@ def flat_example(task: TaskSpec, seed: int = 0,
             tuple(name for name, _ in inst.params))
 
 
+def fixed_module(task: TaskSpec) -> bool:
+    """KernelBench: whether the model is the same at every workload (its parameters' shapes
+    and every submodule's plain attributes equal at the task's workloads and at the first one
+    with its free axes doubled and tripled, two of them at least built): then nothing of the
+    module need be symbolic when it is lowered. Dynamo otherwise makes each int attribute a
+    size of its own; a Swin MLP's window and resolution attributes made its arithmetic on
+    sizes too large to finish within the lowering limit, where kept static it finished."""
+    if task.format != "kernelbench":
+        return False
+    from forgekernel import instance
+
+    _, module = reference_function(task)
+    first = task.workloads[0]
+    seen, prints = set(), set()
+    for wl in (*task.workloads, _doubled(task, first), _doubled(task, first, factor=3)):
+        key = tuple(sorted(wl.axes.items()))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            model = instance.build(task, module, wl, meta=True).model
+        except Exception:  # noqa: BLE001 - a variant the reference rejects: not compared
+            continue
+        prints.add(_module_print(model))
+    return len(prints) == 1 and len(seen) >= 2
+
+
+def _module_print(model: Any) -> str:
+    """Every submodule's type and plain attributes (numbers, strings, tuples, tensor shapes)
+    and every parameter's and buffer's shape and dtype, as text."""
+    import torch
+
+    from forgekernel import instance
+
+    if not isinstance(model, torch.nn.Module):
+        return repr(type(model))
+
+    def plain(v: Any) -> Any:
+        return tuple(v.shape) if isinstance(v, torch.Tensor) else v
+
+    parts = [(name, type(m).__name__, sorted((k, plain(v)) for k, v in vars(m).items() if not k.startswith("_")
+                                               and isinstance(v, (bool, int, float, str, tuple, torch.Tensor))))
+             for name, m in model.named_modules()]
+    tensors = [(n, tuple(t.shape), str(t.dtype)) for n, t in instance.named_tensors(model)]
+    return repr((parts, tensors))
+
+
 def model_source(task: TaskSpec) -> tuple[str, tuple[str, ...]]:
     """KernelBench: the text of ``Model.__init__`` (with the file's other classes and
     functions it may use) and the file's import lines."""

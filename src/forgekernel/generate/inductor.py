@@ -49,6 +49,14 @@ DYNAMO_CONFIG = {
 }
 """Dynamo settings so that nothing a workload changes is frozen into the generated code."""
 
+STATIC_MODULE = {
+    "allow_unspec_int_on_nn_module": False,
+    "force_parameter_static_shapes": True,
+    "force_nn_module_property_static_shapes": True,
+}
+"""Over DYNAMO_CONFIG for a module that is the same at every workload (``examples.fixed_module``):
+its int attributes and parameter shapes constants, only the inputs' sizes symbolic."""
+
 
 class LoweringError(ForgeError, RuntimeError):
     """The reference could not be traced or lowered; the message is one line, ``detail`` the
@@ -114,7 +122,8 @@ class _CrossDriver:
 
 
 @contextlib.contextmanager
-def _codegen_only(arch: int, config: dict[str, Any] | None = None) -> Iterator[list[str]]:
+def _codegen_only(arch: int, config: dict[str, Any] | None = None,
+                  dynamo: dict[str, Any] | None = None) -> Iterator[list[str]]:
     """Inductor configured for standalone Triton code; yields the list the code lands in."""
     import torch
     import torch._inductor.config as icfg
@@ -134,7 +143,7 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None) -> Iterator[l
     torch._dynamo.reset()
     try:
         with icfg.patch({**INDUCTOR_CONFIG, "post_grad_custom_pre_pass": complexes.as_real, **(config or {})}), \
-                fxcfg.patch(use_duck_shape=False), torch._dynamo.config.patch(DYNAMO_CONFIG), torch.no_grad():
+                fxcfg.patch(use_duck_shape=False), torch._dynamo.config.patch({**DYNAMO_CONFIG, **(dynamo or {})}), torch.no_grad():
             yield codes
     finally:
         GraphLowering.save_output_code = saved
@@ -159,30 +168,31 @@ forge tunes the tiles itself) fails an assertion on some references under torch 
 
 def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
           names: tuple[str, ...] = (), config: dict[str, Any] | None = None,
-          limit_s: float = LOWERING_LIMIT_S) -> Lowered:
+          limit_s: float = LOWERING_LIMIT_S, dynamo: dict[str, Any] | None = None) -> Lowered:
     """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic).
 
     ``names``: the dotted names of the leading arguments that are a module's parameters and
     buffers (dynamo may see them through the module rather than the argument list);
     ``config``: Inductor settings over :data:`INDUCTOR_CONFIG`; ``limit_s``: see
-    :data:`LOWERING_LIMIT_S`. When Inductor's own code generation fails, the lowering is
+    :data:`LOWERING_LIMIT_S`; ``dynamo``: Dynamo settings over :data:`DYNAMO_CONFIG`
+    (:data:`STATIC_MODULE`). When Inductor's own code generation fails, the lowering is
     tried once more with :data:`RETRY_CONFIG` (the first failure is the error if both do)."""
     start = time.monotonic()
     try:
-        return _lower(fn, example, arch, names, config or {}, limit_s)
+        return _lower(fn, example, arch, names, config or {}, limit_s, dynamo)
     except LoweringError as exc:
         retry = {**(config or {}), **RETRY_CONFIG}
         if not exc.detail or retry == (config or {}):
             raise
         first = exc
     try:
-        return _lower(fn, example, arch, names, retry, max(1.0, limit_s - (time.monotonic() - start)))
+        return _lower(fn, example, arch, names, retry, max(1.0, limit_s - (time.monotonic() - start)), dynamo)
     except LoweringError:
         raise first from None
 
 
 def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[str, ...],
-           config: dict[str, Any], limit_s: float) -> Lowered:
+           config: dict[str, Any], limit_s: float, dynamo: dict[str, Any] | None = None) -> Lowered:
     import warnings
 
     import torch
@@ -211,7 +221,7 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
     # a warning in the reference (InstanceNorm's "num_features does not match", say) is
     # called after the graph instead of breaking it: fullgraph tracing would fail on it
     logging_calls = {*torch._dynamo.config.reorderable_logging_functions, warnings.warn}
-    with _codegen_only(arch, config) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
+    with _codegen_only(arch, config, dynamo) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
             torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions(recurrent_ops()):
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         out = _compiled_once(torch.compile(traced, backend=backend, dynamic=True, fullgraph=True), example,
