@@ -70,3 +70,28 @@ def test_calibration_sizes_the_staging_pool_for_the_largest_workload(tmp_path):
         args = session.problem.make(slot.wl, 0)
         outs = [torch.empty(o.shape, dtype=o.dtype) for o in slot.outputs]
         assert slot.staged_bytes == ipc.layout([a for a in args if isinstance(a, torch.Tensor)] + outs)[1] > 0
+
+
+def test_a_task_with_no_workload_for_the_delivery_gets_no_verdict(tmp_path):
+    """KernelBench L3 29 (Swin MLP) has no smoke workload (its image size is pinned and one
+    image is over the smoke limits), and the CPU interpreter judges smoke workloads only: with
+    nothing to judge, a candidate PASSED having run nowhere. Now the judge gives no verdict and
+    says why."""
+    import shutil
+
+    import pytest
+
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import judge
+    from forgekernel.judge.api import JudgeError
+    from forgekernel.task import load_task
+
+    repo = Path(__file__).resolve().parents[1]
+    task_dir = tmp_path / "softmax"
+    shutil.copytree(repo / "tasks" / "softmax", task_dir)
+    toml = task_dir / "task.toml"
+    toml.write_text(toml.read_text().replace("smoke = true\n", ""))
+    task = load_task(task_dir)
+    assert task.workloads and not task.smoke_workloads()
+    with pytest.raises(JudgeError, match="no workload to judge: the task has no smoke workload"):
+        judge(task, repo / "kernels" / "softmax", make_runner("cpu"))

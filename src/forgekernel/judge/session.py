@@ -113,6 +113,10 @@ class Session:
             for k, (spec, err) in enumerate(zip(specs, errs, strict=True)):
                 errors[k] = max(errors.get(k, 0.0), err)
                 dtypes[k] = cx.dtype_name(spec)
+        if not kept:  # nothing judged would pass every candidate
+            raise RuntimeError("no workload to judge: " + ("the task has no smoke workload, and the CPU interpreter "
+                               "judges smoke workloads only (task.toml says why); judge it on a GPU"
+                               if self.opts.smoke_only else "the task lists none"))
         dropped = len(self.slots) - len(kept)
         if dropped:
             self.notes.append(f"{dropped} hidden workload(s) skipped: the reference rejects them")
