@@ -339,3 +339,29 @@ def test_a_constructor_that_reads_values_builds_with_its_weights_on_meta(tmp_pat
     assert {t.device.type for _, t in instance.named_tensors(model)} == {"meta"}
     assert [n for n, _ in instance.named_tensors(model)] == ["proj.weight", "proj.bias", "shift"]
     assert [list(o.shape) for o in task.outputs.values()] == [["batch_size", "dim"]]  # the forward ran on meta
+
+
+def test_forge_run_on_the_cpu_refuses_a_problem_without_a_smoke_workload(tmp_path):
+    """A problem whose smallest set of sizes is over the smoke limits (its image size pinned,
+    as KernelBench L3 29's) cannot be judged by the CPU interpreter: one line, a non-zero exit,
+    no run dir (the judge would have nothing to run)."""
+    import os
+    import subprocess
+    import sys
+
+    src = write(tmp_path, "pinned_image.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        assert tuple(x.shape[1:]) == (3, 512, 512), 'trained at 512 x 512'\n"
+        "        return torch.relu(x)\n\n\n"
+        "batch_size = 4\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, 3, 512, 512)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FK_")}
+    proc = subprocess.run([sys.executable, "-m", "forgekernel.cli", "run", str(src), "--out", str(tmp_path / "run"),
+                           "--delivery", "cpu", "--max-iterations", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out, out
+    assert "has no smoke workload, and the cpu delivery" in out and len(out.strip().splitlines()) == 1, out
+    assert not (tmp_path / "run").exists()

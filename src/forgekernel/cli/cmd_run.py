@@ -64,7 +64,7 @@ def run_cmd(
                      unsafe_no_sandbox)
     _check_language(language, target, rd, parts.delivery)
     if rd is None:
-        rd = rundir.open(_create(target, settings, out, language))
+        rd = rundir.open(_create(target, settings, out, language, parts.delivery))
     rd = _keep_budget(rd, {"iterations": max_iterations, "minutes": max_minutes, "dollars": max_dollars,
                            "batch": batch}, target_x)
     seams = _seams(rd, parts, judge_impl, unsafe_no_sandbox)
@@ -204,7 +204,8 @@ def _missing_tools(languages: list[str]) -> str:
     return ""
 
 
-def _create(target: Path, settings: Any, out: Path | None, language: str | None = None) -> Path:
+def _create(target: Path, settings: Any, out: Path | None, language: str | None = None,
+            delivery: str = "") -> Path:
     import tempfile
 
     from forgekernel.cli.cmd_new import task_dir_for
@@ -214,7 +215,12 @@ def _create(target: Path, settings: Any, out: Path | None, language: str | None 
 
     with tempfile.TemporaryDirectory(prefix="forge-run-") as scratch:
         task_dir = task_dir_for(target, Path(scratch))  # a KernelBench file is converted first
-        check_reference(load_task(task_dir))  # a misbehaving reference is one line, before anything is made
+        task = load_task(task_dir)
+        if delivery == "cpu" and not task.smoke_workloads():
+            raise fail(f"task {task.name} has no smoke workload, and the cpu delivery (the Triton CPU "
+                       "interpreter) judges smoke workloads only (its task.toml says why); run it on a "
+                       "GPU delivery (local, ssh, ray)")
+        check_reference(task)  # a misbehaving reference is one line, before anything is made
         root = rundir.create(task_dir, settings, out, languages=_languages(language) or None)
     typer.echo(f"created run dir {root}")
     return root
