@@ -173,7 +173,7 @@ def _rnn_block(size, knob):
     return min(knob, max(16, 1 << (max(int(size), 1) - 1).bit_length()))
 
 
-_RNN_SMEM = 200 * 1024  # of the 227 KiB an sm_90 program may hold, some left for the compiler's own
+_rnn_smem = 200 * 1024  # of the 227 KiB an sm_90 program may hold, some left for the compiler's own
 
 
 def _rnn_stages(kind, bb, bh, bk, esize):
@@ -182,7 +182,7 @@ def _rnn_stages(kind, bb, bh, bk, esize):
     RNN_BLOCK_H=128 asked for 264 KiB at three stages)."""
     gates = (1, 1, 3, 4)[_rnn_modes[kind]]
     stage = (gates * bk * bh + bb * bk) * esize
-    return 3 if 2 * stage <= _RNN_SMEM else 2 if stage <= _RNN_SMEM else 1
+    return 3 if 2 * stage <= _rnn_smem else 2 if stage <= _rnn_smem else 1
 
 
 def _rnn_direction(kind, x, h0, c0, w_ih, w_hh, b_ih, b_hh, out, col, reverse):
