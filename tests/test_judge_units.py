@@ -153,6 +153,13 @@ def test_compare_nonfinite_zero_constant_and_exact():
     # a constant output is fine when the reference rounds to a constant in the output dtype
     near = 0.5 + ref * 1e-7
     assert values.compare(near.to(torch.bfloat16), near, _tol()).ok
+    # or to values one unit in the last place apart (an RMSNorm over one column at a tiny hidden
+    # workload: +-w(1 - d), d under a bf16 ulp; a correct kernel wrote w at both rows)
+    rows = torch.tensor([1.0, 1.0 - 2.0 ** -8], dtype=torch.float64)
+    assert rows.to(torch.bfloat16).unique().numel() == 2
+    assert values.compare(torch.ones(2, dtype=torch.bfloat16), rows, _tol(1e-2)).ok
+    spread = torch.tensor([1.0, 1.0 - 2.0 ** -5], dtype=torch.float64)  # eight bf16 ulps: not rounding
+    assert values.compare(torch.full((2,), 0.984375, dtype=torch.bfloat16), spread, _tol(1e-1)).kind == "constant"
     # a reference that is only rounding noise around zero (GroupNorm over one-channel groups)
     noise = ref * 1e-14
     assert values.compare(torch.zeros(4, 8), noise, _tol(10.0)).ok
