@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -238,7 +239,8 @@ def main(argv: list[str]) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     doc = {"date": datetime.date.today().isoformat(), "device": torch.cuda.get_device_name(),
-           "torch": torch.__version__, "triton": triton.__version__, "rows": []}
+           "torch": torch.__version__, "triton": triton.__version__,
+           "commit": os.environ.get("COMMIT", ""), "rows": []}  # COMMIT=<sha of the tree sent>
     torch.backends.cuda.matmul.allow_tf32 = True  # torch's fp32 reference runs on tf32 too
     torch.backends.cudnn.allow_tf32 = True
     gens = {"gemm": gemm_rows, "conv": conv_rows, "rnn": rnn_rows}

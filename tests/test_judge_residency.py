@@ -70,6 +70,11 @@ def test_calibration_sizes_the_staging_pool_for_the_largest_workload(tmp_path):
         args = session.problem.make(slot.wl, 0)
         outs = [torch.empty(o.shape, dtype=o.dtype) for o in slot.outputs]
         assert slot.staged_bytes == ipc.layout([a for a in args if isinstance(a, torch.Tensor)] + outs)[1] > 0
+    # the first pool, whichever workload's call comes first, holds the largest one's
+    largest = max(s.staged_bytes for s in session.slots)
+    smallest = min(s.staged_bytes for s in session.slots)
+    assert smallest < largest and residency.staging_bytes(smallest, session.slots) == largest
+    assert residency.staging_bytes(largest + 1, session.slots) == largest + 1
 
 
 def test_a_task_with_no_workload_for_the_delivery_gets_no_verdict(tmp_path):

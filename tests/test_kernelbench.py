@@ -328,9 +328,9 @@ def test_a_constructor_that_reads_values_builds_with_its_weights_on_meta(tmp_pat
         "batch_size = 4\ndim = 8\n\n\n"
         "def get_inputs():\n    return [torch.randn(batch_size, dim)]\n\n\n"
         "def get_init_inputs():\n    return [dim]\n"))
-    register = nn_register = torch.nn.Module.register_parameter
+    before = torch.nn.Module.register_parameter
     task = load_task(convert(src, tmp_path / "t"))
-    assert torch.nn.Module.register_parameter is nn_register is register
+    assert torch.nn.Module.register_parameter is before
     from forgekernel.task import load_module
 
     module = load_module(Path(task.root) / "reference.py", name="_reads_values_ref")

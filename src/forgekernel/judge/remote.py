@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import wire
+from forgekernel.judge import residency, wire
 from forgekernel.judge.executor_client import ExecutorClient, ExecutorGone, ExecutorSpec
 from forgekernel.judge.failure import Failure, from_description
 from forgekernel.records import Status
@@ -207,9 +207,7 @@ class CandidateProcess:
         outs = [torch.empty(o.shape, dtype=o.dtype, device="meta") for o in slot.outputs]
         slices, nbytes = ipc.layout(tensors + outs)
         if self.staging is None or self.staging.nbytes < nbytes:
-            # sized for the largest workload at once: a pool is freed only with its executor,
-            # so growing it call by call kept each smaller one (24 GiB for a 6.4 GB ReLU)
-            self.staging = self.pool(max([nbytes] + [s.staged_bytes for s in self.session.slots]))
+            self.staging = self.pool(residency.staging_bytes(nbytes, self.session.slots))
         pool, it = self.staging, iter(slices)
         inputs, descs = [], []
         for a in args:

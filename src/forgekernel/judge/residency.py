@@ -49,6 +49,14 @@ class Residency:
         return self.keep_all(args) if self.host else args
 
 
+def staging_bytes(need: int, slots: list[Any]) -> int:
+    """The size of a new staging pool: what this call ``need``s, or the largest workload's
+    calls (``slot.staged_bytes``, from calibration) if more. A pool is freed only with its
+    executor: grown call by call, it kept each smaller one (24 GiB for a 6.4 GB ReLU whose
+    hidden workload was slightly larger than its visible one)."""
+    return max([need] + [s.staged_bytes for s in slots])
+
+
 def io_bytes(args: list[Any], out_bytes: int) -> int:
     """Bytes of a call's tensor inputs and its outputs (``out_bytes``)."""
     import torch

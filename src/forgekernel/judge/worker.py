@@ -150,7 +150,7 @@ def _trim(session: Any) -> bool:
     session.torch.cuda.synchronize()
     session.torch.cuda.empty_cache()  # the pools are the driver's, not this cache's
     procs = [p for p in (session.cand, session.perf) if p is not None]
-    pools = sum(pool.nbytes for p in procs for pool in p.owned)
+    pools = _pool_bytes(session)
     planned = getattr(session, "device_bytes", None)
     big = planned is not None and pools * residency.DEVICE_COPIES > planned
     if pools > RESPAWN_BYTES and (getattr(session, "shared_gpu", False) or big):
@@ -225,6 +225,11 @@ def _judge(session: Any, payload: dict[str, Any], base: dict[str, Any]) -> dict[
     return _result(session, status, reason, details, timed, base)
 
 
+def _pool_bytes(session: Any) -> int:
+    """Device bytes of the pools the verifier lent its executors (freed only with them)."""
+    return sum(pool.nbytes for p in (session.cand, session.perf) if p is not None for pool in p.owned)
+
+
 def _judges_memory(session: Any, failure: Any) -> bool:
     """Whether a candidate that ran out of device memory did so while this verifier held over
     half of the device (its cache and the pools it lent): the judge's limit, no verdict on
@@ -232,7 +237,7 @@ def _judges_memory(session: Any, failure: Any) -> bool:
     if not session.cuda or "out of memory" not in failure.reason:
         return False
     torch = session.torch
-    pools = sum(pool.nbytes for p in (session.cand, session.perf) if p is not None for pool in p.owned)
+    pools = _pool_bytes(session)
     held = torch.cuda.memory_reserved() + pools
     return 2 * held > torch.cuda.get_device_properties(0).total_memory
 
@@ -262,7 +267,7 @@ def _oom_site(session: Any, exc: BaseException) -> str:
     if not session.cuda:
         return f" [at {at}]"
     torch, gib = session.torch, 1 << 30
-    pools = sum(pool.nbytes for p in (session.cand, session.perf) if p is not None for pool in p.owned)
+    pools = _pool_bytes(session)
     free, total = torch.cuda.mem_get_info()
     return (f" [at {at}; verifier {torch.cuda.memory_allocated() / gib:.1f} GiB allocated, "
             f"{torch.cuda.memory_reserved() / gib:.1f} reserved; executors' pools {pools / gib:.1f} GiB; "
