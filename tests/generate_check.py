@@ -116,6 +116,11 @@ CASES = {
                                                            _rand(4 * n, 3 if _ == 0 else 2 * n), _rand(4 * n, n),
                                                            _rand(4 * n), _rand(4 * n)))),
              [(5, 4), (1, 1), (7, 3)]),
+    # cdist's direct form (ATen's _cdist_forward, which Inductor leaves to ATen) as a reduction;
+    # erfinv, a libdevice call the interpreter computes with torch
+    "cdist": (lambda x, y: torch.cdist(x, y, p=1.0) + torch.cdist(x, y, p=float("inf")) * torch.special.erfinv(
+        torch.tanh(torch.cdist(x, y, p=3.0))), ("x", "y"),
+        lambda m, n: (_rand(2, m, 5), _rand(2, n, 5)), [(4, 6), (1, 1), (9, 3)]),
     # an op on a complex value the rewrite does not know (a scan): the graph is left to ATen
     "complex_unknown": (lambda x: torch.view_as_real(torch.view_as_complex(x).cumsum(0)) * 2, ("x",),
                         lambda m, n: (_rand(m, n, 2),), [(3, 4), (1, 1)]),

@@ -112,6 +112,16 @@ def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
         assert r["slow_reduces"] == 0, r
 
 
+def test_cdist_of_any_p_becomes_triton():
+    """torch.cdist at p = 1, 3 and inf calls ATen's _cdist_forward, which Inductor leaves to
+    ATen (the launch audit then rejects the candidate: no kernel of its own read the inputs);
+    the rewrite makes it a reduction in the candidate's Triton kernels, right at other shapes."""
+    rows = _check("cdist")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-4 and r["library"] == [] and r["kernels"] >= 1, r
+
+
 def test_complex_arithmetic_becomes_triton_and_what_it_cannot_rewrite_stays_with_aten():
     """Complex values carried as real pairs (generate/complexes.py): a rotary embedding written
     with view_as_complex and polar is one Triton kernel and no ATen call; a complex scan, which

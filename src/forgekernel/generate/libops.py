@@ -125,6 +125,7 @@ def library_ops() -> dict[Any, Callable[..., Any]]:
         aten._embedding_bag.default: rewrites.embedding_bag_as_index_add,
         aten.histc.default: rewrites.histc_as_index_add, aten.glu.default: rewrites.glu_halves,
         aten._adaptive_avg_pool2d.default: rewrites.adaptive_avg_pool_as_matmul,
+        aten._cdist_forward.default: rewrites.cdist_as_reduction,
         aten._embedding_bag_forward_only.default: rewrites.embedding_bag_as_index_add,
         aten.avg_pool2d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 2, *a, **k),
         aten.avg_pool3d.default: lambda *a, **k: rewrites.avg_pool_as_conv(ops["convolution"], 3, *a, **k),

@@ -250,3 +250,25 @@ def glu_halves(x: Any, dim: int = -1) -> Any:
 
     half = x.shape[dim] // 2
     return x.narrow(dim, 0, half) * torch.sigmoid(x.narrow(dim, half, half))
+
+
+def cdist_as_reduction(x1: Any, x2: Any, p: float, compute_mode: Any = None) -> Any:
+    """``torch.cdist``'s direct form (every p but the Euclidean one on large inputs, which
+    ``torch.cdist`` itself turns into matmuls) as a reduction over the feature axis of the
+    broadcast differences, which Inductor fuses into one kernel without materialising them:
+    p = 0 counts the differing features, p = inf takes the largest difference, others sum
+    ``|d| ** p`` and take the p-th root."""
+    import math
+
+    import torch
+
+    d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (d != 0).sum(-1).to(x1.dtype)
+    if math.isinf(p):
+        return d.amax(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return torch.sqrt((d * d).sum(-1))
+    return d.pow(p).sum(-1).pow(1.0 / p)

@@ -65,6 +65,13 @@ def _rt_vectorize(fn):
     return np.vectorize(fn, otypes=[np.float64])
 
 
+def _rt_erfinv(v):
+    import numpy as np
+    import torch
+
+    return torch.special.erfinv(torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64))).numpy()
+
+
 def _rt_interpret_libdevice():
     """The libdevice functions Inductor emits, computed with NumPy under the interpreter."""
     import types
@@ -80,7 +87,8 @@ def _rt_interpret_libdevice():
              "trunc": np.trunc, "nearbyint": np.rint, "rint": np.rint, "round": np.round,
              "abs": np.abs, "fabs": np.abs, "erf": _rt_vectorize(math.erf),
              "erfc": _rt_vectorize(math.erfc), "lgamma": _rt_vectorize(math.lgamma),
-             "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)), "cbrt": np.cbrt, "llrint": np.rint}
+             "sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)), "cbrt": np.cbrt, "llrint": np.rint,
+             "erfinv": _rt_erfinv, "fast_tanhf": np.tanh}
     funcs = {name: _rt_unary(fn) for name, fn in unary.items()}
     funcs.update({name: _rt_unary(fn, out_bool=True) for name, fn in {
         "isnan": np.isnan, "isinf": np.isinf, "signbit": np.signbit,
@@ -88,7 +96,7 @@ def _rt_interpret_libdevice():
     funcs.update({name: _rt_binary(fn) for name, fn in {
         "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod, "hypot": np.hypot,
         "copysign": np.copysign, "nextafter": np.nextafter, "fmax": np.fmax, "fmin": np.fmin,
-        "remainder": np.remainder}.items()})
+        "remainder": np.remainder, "ldexp": np.ldexp}.items()})
     return types.SimpleNamespace(**funcs)
 
 
