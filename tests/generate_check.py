@@ -121,6 +121,18 @@ CASES = {
     "cdist": (lambda x, y: torch.cdist(x, y, p=1.0) + torch.cdist(x, y, p=float("inf")) * torch.special.erfinv(
         torch.tanh(torch.cdist(x, y, p=3.0))), ("x", "y"),
         lambda m, n: (_rand(2, m, 5), _rand(2, n, 5)), [(4, 6), (1, 1), (9, 3)]),
+    # F.max_pool1d at dilation 1 (ATen's CPU fast path reads the length as an int), and
+    # ceil_mode at lengths where its last partial window exists (36, 39) and where it does not (31)
+    "max_pool1d": (lambda x: (F.max_pool1d(x, 5, 3, 2, ceil_mode=True), F.max_pool1d(x, 2),
+                              F.max_pool2d(x.unsqueeze(-1).expand(-1, -1, -1, 4), 3, 2, 1, ceil_mode=True)), ("x",),
+                   lambda m, n: (_rand(2, m, n + 30),), [(3, 6), (1, 1), (4, 9)]),
+    # DLRM's dot interaction: tril_indices over a size read from the input (ATen takes ints)
+    "tril_pairs": (lambda x: torch.bmm(x, x.transpose(1, 2))[:, torch.tril_indices(x.shape[1], x.shape[1], -1)[0],
+                                                             torch.triu_indices(x.shape[1], x.shape[1], 1)[1]],
+                   ("x",), lambda m, n: (_rand(m, n, 4),), [(3, 6), (1, 2), (4, 9)]),
+    # F.fold (col2im) back to an image size read from the input (ATen takes the size as ints)
+    "fold": (lambda x: F.fold(F.unfold(x, 3, padding=1, stride=2) * 2, x.shape[-2:], 3, padding=1, stride=2),
+             ("x",), lambda m, n: (_rand(2, 3, m + 4, n + 5),), [(3, 6), (1, 1), (6, 2)]),
     # an op on a complex value the rewrite does not know (a scan): the graph is left to ATen
     "complex_unknown": (lambda x: torch.view_as_real(torch.view_as_complex(x).cumsum(0)) * 2, ("x",),
                         lambda m, n: (_rand(m, n, 2),), [(3, 4), (1, 1)]),

@@ -112,6 +112,62 @@ def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
         assert r["slow_reduces"] == 0, r
 
 
+def test_functional_max_pool_1d_keeps_its_length_symbolic():
+    """F.max_pool1d called directly (not through nn.MaxPool1d) at dilation 1 fixed the length
+    at the example's ('input has shape (16, 32, 32), expected (16, 32, 64)'); rewritten while
+    tracing as the pooling with indices, one lowering serves other lengths. ceil_mode (1-D
+    and 2-D) as explicit padding: Inductor took the floor formula for every length where ceil
+    and floor agreed at the example's ('output 0 has shape (16, 32, 11), expected (16, 32, 12)')."""
+    rows = _check("max_pool1d")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-5 and r["kernels"] >= 1, r
+
+
+def test_triangle_pairs_match_aten_at_every_size_and_offset():
+    """The symbolic stand-in for tril_indices/triu_indices gives ATen's pairs, in its order,
+    for empty, wide, tall and square shapes and offsets past either edge."""
+    import torch
+
+    from forgekernel.generate.symbolic import triangle_pairs
+
+    for row in range(7):
+        for col in range(7):
+            for offset in range(-8, 9):
+                assert torch.equal(triangle_pairs(True, row, col, offset), torch.tril_indices(row, col, offset))
+                assert torch.equal(triangle_pairs(False, row, col, offset), torch.triu_indices(row, col, offset))
+
+
+def test_tril_indices_over_an_input_size_stay_symbolic():
+    """tril_indices(n, n) with n read from the input fixed n at the example's (a DLRM
+    interaction: 'input has shape (16, 26, 32), expected (16, 52, 32)'); rewritten while
+    tracing, one lowering serves other sizes."""
+    rows = _check("tril_pairs")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-4 and r["kernels"] >= 1, r
+
+
+def test_fold_matches_aten_and_stays_symbolic():
+    """F.fold (col2im) takes its output size as plain ints in ATen, which fixed the patch
+    count at the example's ('input has shape (16, 256, 4), expected (16, 256, 120)'): as a
+    gather summed over the taps it equals ATen's overlap-add (strides, padding, dilation,
+    rectangular kernels, unbatched) and one lowering serves other image sizes (no ATen left)."""
+    import torch
+    import torch.nn.functional as F
+
+    from forgekernel.generate.symbolic import fold_as_transposed_conv
+
+    for h, w, k, d, p, s in [(9, 11, 3, 1, 1, 2), (10, 7, (3, 2), (2, 1), (1, 0), (1, 3)), (8, 8, 2, 1, 0, 2)]:
+        cols = torch.randn_like(F.unfold(torch.zeros(2, 3, h, w, dtype=torch.float64), k, d, p, s))
+        assert torch.allclose(fold_as_transposed_conv(cols, (h, w), k, d, p, s), F.fold(cols, (h, w), k, d, p, s))
+        assert torch.allclose(fold_as_transposed_conv(cols[0], (h, w), k, d, p, s), F.fold(cols[0], (h, w), k, d, p, s))
+    rows = _check("fold")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-4 and r["kernels"] >= 1 and r["library"] == [], r
+
+
 def test_cdist_of_any_p_becomes_triton():
     """torch.cdist at p = 1, 3 and inf calls ATen's _cdist_forward, which Inductor leaves to
     ATen (the launch audit then rejects the candidate: no kernel of its own read the inputs);

@@ -30,7 +30,7 @@ def example_workload(task: TaskSpec, thorough: bool = True) -> Workload:
         best = _best(task, options, thorough)
         if thorough and best[0] == REJECTED:  # the forward runs on meta at none: sizes only
             best = _best(task, options, False)
-        elif thorough and best[0] > 0:  # a size of 1 somewhere: one axis doubled at a time may avoid it
+        elif thorough and best[0] > 0 and pool[0].axes:  # a size of 1 somewhere: one axis doubled at a time may avoid it
             best = min(best, _best(task, [_doubled(task, pool[0], only=k) for k in sorted(pool[0].axes)],
                                    thorough, start=2 * len(pool)))
         if thorough and best[0] != REJECTED:
@@ -294,10 +294,9 @@ def shape_free(model: Any) -> None:
     the input instead keeps them symbolic (the parameters and their names are unchanged).
     ``nn.GroupNorm`` passes ``num_groups`` to an ATen op that takes a plain int, which fixes
     it at the example's value; the same statistics written out keep it symbolic (a task
-    whose groups follow its channels has another count at every workload). ``nn.MaxPool1d``
-    without indices goes through an ATen composite that checks its input with plain ints
-    (the sequence length is fixed at the example's); the same pooling asked for with indices
-    (which are then dropped) stays symbolic. ``nn.EmbeddingBag`` with a ``padding_idx``
+    whose groups follow its channels has another count at every workload). (1-D max pooling,
+    module or function, is rewritten while tracing: :mod:`forgekernel.generate.rewrites`.)
+    ``nn.EmbeddingBag`` with a ``padding_idx``
     (sum or mean) goes through an ATen composite that wraps the index against the table's
     row count as a plain int (the table size is fixed at the example's); the same bags from
     a table whose padding row is zeroed, a mean divided by the count of other indices, stay
@@ -312,8 +311,6 @@ def shape_free(model: Any) -> None:
             module.forward = _layer_norm_forward(module)
         elif type(module) is torch.nn.GroupNorm:
             module.forward = _group_norm_forward(module)
-        elif type(module) is torch.nn.MaxPool1d and not module.return_indices:
-            module.forward = _max_pool1d_forward(module)
 
 
 def _padded_bag_forward(module: Any) -> Callable[..., Any]:
@@ -329,15 +326,6 @@ def _padded_bag_forward(module: Any) -> Callable[..., Any]:
             return total
         count = F.embedding_bag(ids, keep.unsqueeze(-1), offsets, mode="sum", include_last_offset=last)
         return total / count.clamp(min=1)  # a bag of padding only: zeros, as ATen gives
-    return forward
-
-
-def _max_pool1d_forward(module: Any) -> Callable[..., Any]:
-    import torch.nn.functional as F
-
-    def forward(x: Any) -> Any:
-        return F.max_pool1d(x, module.kernel_size, module.stride, module.padding, module.dilation,
-                            ceil_mode=module.ceil_mode, return_indices=True)[0]
     return forward
 
 

@@ -13,6 +13,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from forgekernel.generate import symbolic
+
 
 @contextlib.contextmanager
 def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Iterator[None]:
@@ -26,13 +28,20 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
     over the output's sizes as ints; the same computations written out stay symbolic. A
     recurrent layer over a whole sequence (``nn.RNN``, ``nn.GRU``, ``nn.LSTM``, which Dynamo
     traces with ``allow_rnn``) becomes forge's library op for it, a loop over the time steps
-    at run time; ATen's own decomposition would unroll it, fixing the sequence length."""
+    at run time; ATen's own decomposition would unroll it, fixing the sequence length.
+    ``F.max_pool1d`` (ATen's CPU fast path reads the length as an int) goes through the form
+    with indices, and ``torch.tril_indices``/``triu_indices`` (int sizes in ATen) are computed
+    from a cumulative row count, both symbolic; ``F.fold`` (col2im, int output sizes in ATen)
+    becomes the transposed convolution it is."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
     cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
-             F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid}
+             F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid,
+             torch.max_pool1d: symbolic.max_pool1d, F.max_pool1d: symbolic.max_pool1d,
+             F.fold: symbolic.fold_as_transposed_conv, F.max_pool2d: symbolic.max_pool_nd(2),
+             F.max_pool3d: symbolic.max_pool_nd(3)}
     from forgekernel.metamode import whole_sequence
 
     recurrent = recurrent or {}  # torch._VF.<kind> -> (kind, the library op standing in for it)
@@ -51,8 +60,25 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
                 return recurrent[func][1](*args)
             return func(*args, **kwargs)
 
-    with _Rewrites():
+    with _Rewrites(), _factories():
         yield
+
+
+@contextlib.contextmanager
+def _factories() -> Iterator[None]:
+    """Factories no torch function mode sees under Dynamo, replaced on the module while
+    tracing (and put back after)."""
+    import torch
+
+    factories = {"tril_indices": symbolic.tril_indices, "triu_indices": symbolic.triu_indices}
+    saved = {name: getattr(torch, name) for name in factories}
+    try:
+        for name, fn in factories.items():
+            setattr(torch, name, fn)
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch, name, fn)
 
 
 def _gru_cell(x: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = None, b_hh: Any = None) -> Any:

@@ -1,0 +1,136 @@
+"""Ops whose ATen form reads a workload's sizes as plain ints, so that tracing fixes them at
+the example's values (the candidate's own size checks then refuse every other workload),
+written with the same results in symbolic size arithmetic. Used while tracing by
+:func:`forgekernel.generate.rewrites.traced_functions`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def max_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """1-D max pooling through the form that also returns indices: ATen's own (a CPU fast
+    path at dilation 1) reads the length as an int, fixing it at the example's. ceil_mode as
+    explicit padding (:func:`_ceil_padded`; indices along the length are unchanged by it)."""
+    import torch
+
+    if ceil_mode:
+        x, kernel_size, stride, padding, dilation = _ceil_padded(x, 1, kernel_size, stride, padding, dilation)
+    out = torch.max_pool1d_with_indices(x, kernel_size, stride, padding, dilation, False)
+    return out if return_indices else out[0]
+
+
+def max_pool_nd(n: int) -> Any:
+    """2-D or 3-D max pooling with ceil_mode as explicit padding (:func:`_ceil_padded`)
+    where no indices are asked for (they would count the padded width)."""
+    def pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+             ceil_mode: bool = False, return_indices: bool = False) -> Any:
+        import torch.nn.functional as F
+
+        if ceil_mode and not return_indices:
+            x, kernel_size, stride, padding, dilation = _ceil_padded(x, n, kernel_size, stride, padding, dilation)
+            ceil_mode = False
+        return (F.max_pool2d if n == 2 else F.max_pool3d)(x, kernel_size, stride, padding, dilation,
+                                                          ceil_mode=ceil_mode, return_indices=return_indices)
+    return pool
+
+
+def _ceil_padded(x: Any, n: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> tuple:
+    """Pooling's ceil_mode as padding: the last n dimensions extended on the right (with the
+    dtype's lowest value) so that the floor-mode windows are ceil_mode's, and the window
+    arguments as n-tuples. The sizes stay symbolic; ATen's and Inductor's ceil_mode branch on
+    the example's sizes (ceil equal to floor there took the floor formula for every size)."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+
+    def tup(v: Any, default: Any = None) -> tuple:
+        v = default if v is None or (isinstance(v, (tuple, list)) and len(v) == 0) else v
+        return tuple(v) * (n if len(tuple(v)) == 1 else 1) if isinstance(v, (tuple, list)) else (v,) * n
+
+    k, p, d = tup(kernel_size), tup(padding), tup(dilation)
+    s = tup(stride, k)
+    pads = []
+    for i in range(n):
+        size, span = x.shape[x.dim() - n + i], d[i] * (k[i] - 1) + 1
+        out = (size + 2 * p[i] - span + s[i] - 1) // s[i] + 1
+        out = out - torch.sym_min(1, torch.sym_max(0, (out - 1) * s[i] - (size + p[i]) + 1))
+        pads = [0, torch.sym_max(0, (out - 1) * s[i] + span - (size + 2 * p[i]))] + pads
+    low = -math.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype).min
+    return F.pad(x, pads, value=low), k, s, p, d
+
+
+def tril_indices(row: Any, col: Any, offset: int = 0, **kwargs: Any) -> Any:
+    """``torch.tril_indices`` over sizes read from a tensor: ATen takes them as plain ints
+    (fixing them at the example's); the same pairs from a cumulative row count and a search
+    stay symbolic."""
+    return _triangle(True, row, col, offset, **kwargs)
+
+
+def triu_indices(row: Any, col: Any, offset: int = 0, **kwargs: Any) -> Any:
+    """``torch.triu_indices``, as :func:`tril_indices`."""
+    return _triangle(False, row, col, offset, **kwargs)
+
+
+def _triangle(lower: bool, row: Any, col: Any, offset: int, dtype: Any = None, device: Any = None,
+              layout: Any = None, **_: Any) -> Any:
+    import torch
+
+    return triangle_pairs(lower, row, col, offset, device).to(dtype or torch.long)
+
+
+def triangle_pairs(lower: bool, row: Any, col: Any, offset: int, device: Any = None) -> Any:
+    """The (row, column) pairs of the lower (``j <= i + offset``) or upper (``j >= i +
+    offset``) triangle in row-major order, from each row's first column and count."""
+    import torch
+
+    size = _tril_size(row, col, offset) if lower else row * col - _tril_size(row, col, offset - 1)
+    i = torch.arange(row, device=device)
+    start = torch.zeros_like(i) if lower else (i + offset).clamp(0, col)
+    count = (i + offset + 1).clamp(0, col) if lower else col - start
+    last = torch.cumsum(count, 0)
+    k = torch.arange(size, device=device)
+    r = torch.searchsorted(last, k, right=True)
+    return torch.stack([r, start[r] + k - (last[r] - count[r])])
+
+
+def _tril_size(row: Any, col: Any, offset: int) -> Any:
+    """How many (i, j) with i < row, j < col and j <= i + offset: rows of none, a
+    trapezoid of growing rows, then full rows (ATen's own count, in symbolic arithmetic)."""
+    import torch
+
+    first = torch.sym_min(col, 1 + offset) if offset > 0 else torch.sym_max(0, torch.sym_min(1, row + offset))
+    last = torch.sym_max(0, torch.sym_min(col, row + offset))
+    rows_all = torch.sym_max(0, torch.sym_min(row, row + offset))
+    trapezoid = torch.sym_max(0, last - first + 1)
+    some = torch.sym_min(row, 1) * torch.sym_min(col, 1)  # 0 when either size is 0
+    return ((first + last) * trapezoid // 2 + torch.sym_max(0, rows_all - trapezoid) * col) * some
+
+
+def fold_as_transposed_conv(x: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+                   stride: Any = 1) -> Any:
+    """``F.fold`` (col2im: overlapping patches summed back into an image) as the transposed
+    convolution it is, each tap's channel scattered by a 0/1 weight into the padded image
+    (zero-extended where the last blocks stop short of it), then the output's window of that:
+    ATen takes the output size as plain ints, fixing it at the example's."""
+    import torch
+    import torch.nn.functional as F
+
+    def two(v: Any) -> tuple[Any, Any]:
+        return (v, v) if not isinstance(v, (tuple, list)) else (v[0], v[1])
+
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (two(v) for v in (kernel_size, dilation, padding, stride))
+    batched = x.dim() == 3
+    x = x if batched else x.unsqueeze(0)
+    h, w = output_size[0], output_size[1]
+    nh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    nw = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    taps = torch.eye(kh * kw, dtype=x.dtype, device=x.device).reshape(kh * kw, 1, kh, kw)
+    y = F.conv_transpose2d(x.reshape(-1, kh * kw, nh, nw), taps, stride=(sh, sw), dilation=(dh, dw))
+    # the whole padded image, then the output's window of it
+    y = F.pad(y, (0, torch.sym_max(0, pw + w - y.shape[-1]), 0, torch.sym_max(0, ph + h - y.shape[-2])))
+    out = y[..., ph:ph + h, pw:pw + w].reshape(x.shape[0], -1, h, w)
+    return out if batched else out.squeeze(0)
