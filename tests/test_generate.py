@@ -1470,3 +1470,33 @@ def test_a_model_the_same_at_every_workload_is_lowered_with_its_attributes_stati
     verdict = _generate_and_judge(task, tmp_path / "windowed")
     assert verdict.profile["hidden_workloads"] > 0
     assert not examples.fixed_module(_converted(tmp_path / "causal", CAUSAL_MASK))  # its widths vary
+
+
+NO_SIZE_CONSTANTS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return F.adaptive_max_pool1d(x, 7)
+
+
+def get_inputs():
+    return [torch.randn(8, 16, 101)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_problem_without_size_constants_gets_its_one_workload_as_the_example(tmp_path):
+    """A problem file whose sizes are literals in get_inputs (no module constants, so no
+    axes) has one workload and nothing to scale: choosing the tracing example raised
+    ValueError (min() of no single-axis variants) inside the built-in agent."""
+    from forgekernel.generate import examples
+
+    task = _converted(tmp_path, NO_SIZE_CONSTANTS)
+    assert [w.axes for w in task.workloads] == [{}]
+    assert examples.example_workload(task).axes == {}
