@@ -122,10 +122,15 @@ CASES = {
         torch.tanh(torch.cdist(x, y, p=3.0))), ("x", "y"),
         lambda m, n: (_rand(2, m, 5), _rand(2, n, 5)), [(4, 6), (1, 1), (9, 3)]),
     # F.max_pool1d at dilation 1 (ATen's CPU fast path reads the length as an int), and
-    # ceil_mode at lengths where its last partial window exists (36, 39) and where it does not (31)
+    # ceil_mode: traced at a length where ceil and floor agree (37), run at one where they do not (32)
     "max_pool1d": (lambda x: (F.max_pool1d(x, 5, 3, 2, ceil_mode=True), F.max_pool1d(x, 2),
                               F.max_pool2d(x.unsqueeze(-1).expand(-1, -1, -1, 4), 3, 2, 1, ceil_mode=True)), ("x",),
-                   lambda m, n: (_rand(2, m, n + 30),), [(3, 6), (1, 1), (4, 9)]),
+                   lambda m, n: (_rand(2, m, n + 31),), [(3, 6), (1, 1), (4, 9)]),
+    # average pooling with ceil_mode (the same branch on the example's sizes; ATen's divisor
+    # counts the padding or not, never the overhang)
+    "avg_pool_ceil": (lambda x: (F.avg_pool1d(x, 5, 3, 2, ceil_mode=True, count_include_pad=False),
+                                 F.avg_pool2d(x.unsqueeze(-1).expand(-1, -1, -1, 4), 3, 2, 1, ceil_mode=True)),
+                      ("x",), lambda m, n: (_rand(2, m, n + 31),), [(3, 6), (1, 1), (4, 9)]),
     # DLRM's dot interaction: tril_indices over a size read from the input (ATen takes ints)
     "tril_pairs": (lambda x: torch.bmm(x, x.transpose(1, 2))[:, torch.tril_indices(x.shape[1], x.shape[1], -1)[0],
                                                              torch.triu_indices(x.shape[1], x.shape[1], 1)[1]],

@@ -124,6 +124,31 @@ def test_functional_max_pool_1d_keeps_its_length_symbolic():
         assert r["err"] < 1e-5 and r["kernels"] >= 1, r
 
 
+def test_average_pooling_with_ceil_mode_matches_aten_and_stays_symbolic():
+    """avg_pool with ceil_mode took the floor formula for every length where the example's
+    agreed with it (an operator of ours: 'output 1 has shape (16, 32, 11), expected (16, 32,
+    12)'); written as window sums over the zero-padded input divided by each window's count,
+    it equals ATen's in 1-D, 2-D and 3-D (batched or not, padding counted or not, a divisor
+    override) and one lowering serves lengths with and without a partial last window."""
+    import itertools
+
+    import torch
+    import torch.nn.functional as F
+
+    from forgekernel.generate.symbolic import avg_pool_nd
+
+    for size, k, s, p, counted in itertools.product((5, 8, 11), (2, 3), (2, 3), (0, 1), (True, False)):
+        x = torch.randn(2, 3, size, size + 2, dtype=torch.float64)
+        for n, ref in ((1, F.avg_pool1d), (2, F.avg_pool2d)):
+            inp = x[..., 0] if n == 1 else x
+            assert torch.allclose(avg_pool_nd(n)(inp, k, s, p, True, counted), ref(inp, k, s, p, True, counted))
+        assert torch.allclose(avg_pool_nd(3)(x, k, s, p, True, counted, 2), F.avg_pool3d(x, k, s, p, True, counted, 2))
+    rows = _check("avg_pool_ceil")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-5 and r["kernels"] >= 1, r
+
+
 def test_triangle_pairs_match_aten_at_every_size_and_offset():
     """The symbolic stand-in for tril_indices/triu_indices gives ATen's pairs, in its order,
     for empty, wide, tall and square shapes and offsets past either edge."""

@@ -41,7 +41,8 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
              F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid,
              torch.max_pool1d: symbolic.max_pool1d, F.max_pool1d: symbolic.max_pool1d,
              F.fold: symbolic.fold_as_transposed_conv, F.max_pool2d: symbolic.max_pool_nd(2),
-             F.max_pool3d: symbolic.max_pool_nd(3)}
+             F.max_pool3d: symbolic.max_pool_nd(3), F.avg_pool1d: symbolic.avg_pool_nd(1),
+             F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3)}
     from forgekernel.metamode import whole_sequence
 
     recurrent = recurrent or {}  # torch._VF.<kind> -> (kind, the library op standing in for it)

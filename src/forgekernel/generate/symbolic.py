@@ -37,6 +37,58 @@ def max_pool_nd(n: int) -> Any:
     return pool
 
 
+def avg_pool_nd(n: int) -> Any:
+    """Average pooling with ceil_mode in symbolic arithmetic (ATen's shape function and
+    Inductor branch on the example's sizes, as for max pooling): the window sums of the
+    zero-padded input (padding and the ceil overhang) divided by each window's count, the
+    padding counted or not as asked, the overhang never (ATen's rule)."""
+    def pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+             count_include_pad: bool = True, divisor_override: Any = None) -> Any:
+        import torch
+        import torch.nn.functional as F
+
+        fn = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[n]
+        if not ceil_mode:
+            extra = () if n == 1 else (divisor_override,)
+            return fn(x, kernel_size, stride, padding, ceil_mode, count_include_pad, *extra)
+        k, s, p = _tuple(n, kernel_size), _tuple(n, stride, kernel_size), _tuple(n, padding)
+        pads, divisor = [], None
+        for i in range(n):
+            size = x.shape[x.dim() - n + i]
+            out = _ceil_count(size, k[i], s[i], p[i], 1)
+            pads = [p[i], p[i] + torch.sym_max(0, (out - 1) * s[i] + k[i] - (size + 2 * p[i]))] + pads
+            start = torch.arange(out, device=x.device) * s[i] - p[i]
+            end = (start + k[i]).clamp(max=size + p[i])
+            count = end - start if count_include_pad else end.clamp(max=size) - start.clamp(min=0)
+            count = count.reshape([-1] + [1] * (n - 1 - i))
+            divisor = count if divisor is None else divisor * count
+        xp = F.pad(x, pads)
+        weight = torch.ones((xp.shape[-n - 1], 1, *k), dtype=x.dtype, device=x.device)
+        conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[n]
+        batched = x.dim() == n + 2
+        sums = conv(xp if batched else xp.unsqueeze(0), weight, stride=s, groups=xp.shape[-n - 1])
+        sums = sums if batched else sums.squeeze(0)
+        return sums / (divisor_override if divisor_override else divisor.to(x.dtype))
+    return pool
+
+
+def _tuple(n: int, v: Any, default: Any = None) -> tuple:
+    v = default if v is None or (isinstance(v, (tuple, list)) and len(v) == 0) else v
+    if isinstance(v, (tuple, list)):
+        return tuple(v) * n if len(v) == 1 else tuple(v)
+    return (v,) * n
+
+
+def _ceil_count(size: Any, k: int, s: int, p: int, d: int) -> Any:
+    """Pooling's window count in ceil_mode (windows start inside the input or its left
+    padding), in symbolic arithmetic."""
+    import torch
+
+    span = d * (k - 1) + 1
+    out = (size + 2 * p - span + s - 1) // s + 1
+    return out - torch.sym_min(1, torch.sym_max(0, (out - 1) * s - (size + p) + 1))
+
+
 def _ceil_padded(x: Any, n: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> tuple:
     """Pooling's ceil_mode as padding: the last n dimensions extended on the right (with the
     dtype's lowest value) so that the floor-mode windows are ceil_mode's, and the window
@@ -47,17 +99,12 @@ def _ceil_padded(x: Any, n: int, kernel_size: Any, stride: Any, padding: Any, di
     import torch
     import torch.nn.functional as F
 
-    def tup(v: Any, default: Any = None) -> tuple:
-        v = default if v is None or (isinstance(v, (tuple, list)) and len(v) == 0) else v
-        return tuple(v) * (n if len(tuple(v)) == 1 else 1) if isinstance(v, (tuple, list)) else (v,) * n
-
-    k, p, d = tup(kernel_size), tup(padding), tup(dilation)
-    s = tup(stride, k)
+    k, p, d = _tuple(n, kernel_size), _tuple(n, padding), _tuple(n, dilation)
+    s = _tuple(n, stride, k)
     pads = []
     for i in range(n):
         size, span = x.shape[x.dim() - n + i], d[i] * (k[i] - 1) + 1
-        out = (size + 2 * p[i] - span + s[i] - 1) // s[i] + 1
-        out = out - torch.sym_min(1, torch.sym_max(0, (out - 1) * s[i] - (size + p[i]) + 1))
+        out = _ceil_count(size, k[i], s[i], p[i], d[i])
         pads = [0, torch.sym_max(0, (out - 1) * s[i] + span - (size + 2 * p[i]))] + pads
     low = -math.inf if x.dtype.is_floating_point else torch.iinfo(x.dtype).min
     return F.pad(x, pads, value=low), k, s, p, d
