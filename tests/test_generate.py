@@ -1525,3 +1525,45 @@ def test_a_problem_without_size_constants_gets_its_one_workload_as_the_example(t
     task = _converted(tmp_path, NO_SIZE_CONSTANTS)
     assert [w.axes for w in task.workloads] == [{}]
     assert examples.example_workload(task).axes == {}
+
+
+TUPLE_SIZE = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Patches summed back into an image whose size the model keeps as a tuple."""
+    def __init__(self, height, width, kernel):
+        super().__init__()
+        self.size = (height, width)
+        self.kernel = kernel
+
+    def forward(self, patches):
+        return F.fold(patches, self.size, self.kernel, stride=self.kernel) * 2
+
+
+batch = 4
+channels = 3
+height = 24
+width = 36
+kernel = 4
+
+
+def get_inputs():
+    return [torch.randn(batch, channels * kernel * kernel, (height // kernel) * (width // kernel))]
+
+
+def get_init_inputs():
+    return [height, width, kernel]
+'''
+
+
+def test_a_size_kept_in_a_tuple_attribute_stays_symbolic(tmp_path):
+    """Dynamo makes a module's int attributes symbols but keeps the ints of a tuple attribute
+    as constants: an output size kept as ``self.size = (height, width)`` stayed the example's
+    while the kernel beside it varied (our operator 123: ZeroDivisionError in a buffer size).
+    Read from int attributes while tracing, the candidate passes at every workload."""
+    task = _converted(tmp_path, TUPLE_SIZE)
+    assert len({w.axes["height"] for w in task.workloads}) > 1
+    _generate_and_judge(task, tmp_path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from forgekernel.generate.symbolic import varying_int_tuples
 from forgekernel.records import TaskSpec, TensorSpec, Workload
 from forgekernel.task import load_module, numel, shape_of
 
@@ -215,6 +216,12 @@ def flat_example(task: TaskSpec, seed: int = 0,
         return fn, forge_inputs(task, module, wl, seed), ()
     inst = instance.build(task, module, wl, device="cpu", seed=seed, init_seed=0)
     shape_free(inst.model)
+    try:  # the model at another workload, to see which of its tuples of ints vary
+        other = instance.build(task, module, _doubled(task, wl), meta=True).model
+    except Exception:  # noqa: BLE001 - a variant the reference rejects: nothing compared
+        other = None
+    if other is not None:
+        varying_int_tuples(inst.model, other)
     return (inst.functional(), [*inst.param_tensors(), *inst.inputs],
             tuple(name for name, _ in inst.params))
 

@@ -26,6 +26,7 @@ from typing import Any
 from forgekernel.errors import ForgeError
 from forgekernel.generate import complexes, rewrites
 from forgekernel.generate.libops import library_ops, recurrent_ops
+from forgekernel.generate.symbolic import TUPLE_ITEM
 
 INDUCTOR_CONFIG = {
     "cpu_backend": "triton",
@@ -82,7 +83,8 @@ class ArgSource:
         if self.kind == "attr":
             owner, _, attr = self.path.rpartition(".")
             base = f"{model}.get_submodule({owner!r})" if owner else model
-            return f"{base}.{attr}"
+            name, tag, item = attr.rpartition(TUPLE_ITEM)  # symbolic.varying_int_tuples' ints
+            return f"{base}.{name}[{item}]" if tag and item.isdigit() else f"{base}.{attr}"
         base = f"{flat}[{self.index}]"
         if self.kind == "size":
             return f"{base}.size({self.dim})"

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+TUPLE_ITEM = "_fk_int"
+"""How :func:`varying_int_tuples` names the int attribute holding item i of a tuple
+attribute (``size_fk_int0``); the candidate reads it back as ``size[0]``."""
+
 
 def max_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
@@ -178,6 +182,41 @@ def fold_as_transposed_conv(x: Any, output_size: Any, kernel_size: Any, dilation
     taps = torch.eye(kh * kw, dtype=x.dtype, device=x.device).reshape(kh * kw, 1, kh, kw)
     y = F.conv_transpose2d(x.reshape(-1, kh * kw, nh, nw), taps, stride=(sh, sw), dilation=(dh, dw))
     # the whole padded image, then the output's window of it
-    y = F.pad(y, (0, torch.sym_max(0, pw + w - y.shape[-1]), 0, torch.sym_max(0, ph + h - y.shape[-2])))
+    # (the full image is at least h + 2 * ph - (sh - 1) rows: sh more cover the window)
+    y = F.pad(y, (0, sw, 0, sh))
     out = y[..., ph:ph + h, pw:pw + w].reshape(x.shape[0], -1, h, w)
     return out if batched else out.squeeze(0)
+
+
+def varying_int_tuples(model: Any, other: Any) -> None:
+    """Make a model's tuple (or list) attributes of ints that differ between two workloads'
+    builds (``model`` and ``other``, the same class) read from int attributes, in place and
+    for tracing: Dynamo makes a module's int attributes symbols but keeps the ints inside a
+    tuple as constants, so an output size kept as ``self.size = (height, width)`` stayed the
+    example's while the plain int attributes beside it varied. Modules of torch itself
+    (a convolution's kernel size, say) are left alone."""
+    import torch
+
+    pairs = zip(model.modules(), other.modules(), strict=False) if isinstance(model, torch.nn.Module) else ()
+    for mine, theirs in pairs:
+        if type(mine).__module__.startswith("torch.") or type(mine).__qualname__ != type(theirs).__qualname__:
+            continue
+        varying = {name: value for name, value in vars(mine).items()
+                   if isinstance(value, (tuple, list)) and value and all(type(v) is int for v in value)
+                   and isinstance(getattr(theirs, name, None), type(value))
+                   and len(getattr(theirs, name)) == len(value) and getattr(theirs, name) != value}
+        if varying:
+            _read_from_ints(mine, varying)
+
+
+def _read_from_ints(module: Any, varying: dict[str, Any]) -> None:
+    props = {}
+    for name, value in varying.items():
+        for i, v in enumerate(value):
+            setattr(module, f"{name}{TUPLE_ITEM}{i}", v)
+        del module.__dict__[name]
+
+        def read(self: Any, name: str = name, n: int = len(value), kind: type = type(value)) -> Any:
+            return kind([getattr(self, f"{name}{TUPLE_ITEM}{i}") for i in range(n)])
+        props[name] = property(read)
+    module.__class__ = type(type(module).__name__, (type(module),), props)
