@@ -1567,3 +1567,25 @@ def test_a_size_kept_in_a_tuple_attribute_stays_symbolic(tmp_path):
     task = _converted(tmp_path, TUPLE_SIZE)
     assert len({w.axes["height"] for w in task.workloads}) > 1
     _generate_and_judge(task, tmp_path)
+
+
+def test_hidden_workloads_keep_a_capacity_above_the_size_it_serves(tmp_path):
+    """A hidden workload put minGPT's max_seqlen (a buffer's size, no input's) at 1 under a
+    longer sequence: the reference then broadcast a 1 x 1 mask, no mask at all, another
+    operator than at every visible workload, and a correct candidate failed there (KernelBench
+    L3 43, WRONG_VALUES at a hidden workload in 3 of 4 judgements). Hidden workloads never put
+    such a capacity at 1 below a size it stays above at every visible workload; the other
+    variants stay, and axes that size inputs still go to 1 on their own."""
+    import random
+
+    from forgekernel.judge.inputs import hidden_workloads
+    from forgekernel.task import load_task
+
+    task = _converted(tmp_path, CAUSAL_MASK)
+    rows = [w.axes for seed in range(8)
+            for w in hidden_workloads(task, task.smoke_workloads(), large=True, rng=random.Random(seed))]
+    assert rows and all(r["max_seqlen"] >= r["seq_len"] for r in rows), rows
+    assert any(r["seq_len"] == 1 for r in rows) and any(r["max_seqlen"] not in (97, 128) for r in rows), rows
+    rms = load_task(Path(__file__).resolve().parents[1] / "tasks" / "cross_entropy")
+    vocab = [w.axes for w in hidden_workloads(rms, rms.smoke_workloads(), large=False, rng=random.Random(0))]
+    assert any(r["V"] == 1 and r["M"] > 1 for r in vocab), vocab

@@ -86,14 +86,37 @@ def hidden_workloads(task: TaskSpec, visible: list[Workload], *, large: bool,
             out.append(Workload(axes=axes, smoke=True, hidden=True))
 
     base = min(visible, key=lambda w: _size(task, w))
+    order = _orders(task, [*task.workloads, *visible])
     for axes in _variants(task, dict(base.axes), rng):
         if len(out) < HIDDEN_MAX:
-            add(axes)
+            add(_ordered(axes, order) or dict(base.axes))
     big = [w for w in visible if not w.smoke]
     if large and big:
         mid = min(big, key=lambda w: _size(task, w))
-        add(_variants(task, dict(mid.axes), rng)[1])  # every axis one step up
+        add(_ordered(_variants(task, dict(mid.axes), rng)[1], order) or dict(mid.axes))  # one step up
     return out
+
+
+def _orders(task: TaskSpec, workloads: list[Workload]) -> list[tuple[str, str]]:
+    """Pairs of axes (a, b), a sizing no input or output (only the model's parameters and
+    buffers: a capacity), with a >= b at every given workload and a > b at one at least (a
+    causal mask of max_seqlen rows sliced to the sequence length). A hidden workload never
+    puts such a capacity at 1 below b: at max_seqlen 1 under a longer sequence, KernelBench
+    L3 43's reference broadcast a 1 x 1 mask (no mask at all), another operator than at every
+    visible workload. Axes that size inputs vary freely (a vocabulary of 1 under many rows
+    is a fair test)."""
+    used = {d for spec in (*task.inputs.values(), *task.outputs.values()) for d in spec.shape
+            if isinstance(d, str)}
+    names = sorted(set.intersection(*(set(w.axes) for w in workloads))) if workloads else []
+    return [(a, b) for a in names if a not in used for b in names if a != b
+            and all(w.axes[a] >= w.axes[b] for w in workloads)
+            and any(w.axes[a] > w.axes[b] for w in workloads)]
+
+
+def _ordered(axes: dict[str, int], order: list[tuple[str, str]]) -> dict[str, int] | None:
+    """``axes``, or None where it puts a capacity at 1 below a size it stays above at every
+    visible workload (a size of 1 broadcasts: the operator would change, not the shape)."""
+    return None if any(axes[a] == 1 < axes[b] for a, b in order) else axes
 
 
 # ------------------------------------------------------------------ tensors
