@@ -30,9 +30,9 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
     traces with ``allow_rnn``) becomes forge's library op for it, a loop over the time steps
     at run time; ATen's own decomposition would unroll it, fixing the sequence length.
     ``F.max_pool1d`` (ATen's CPU fast path reads the length as an int) goes through the form
-    with indices, and ``torch.tril_indices``/``triu_indices`` (int sizes in ATen) are computed
-    from a cumulative row count, both symbolic; ``F.fold`` (col2im, int output sizes in ATen)
-    becomes the transposed convolution it is."""
+    with indices, pooling's ``ceil_mode`` is written out (ATen and Inductor branch on the
+    example's sizes), and ``torch.tril_indices``/``triu_indices`` (int sizes in ATen) are
+    computed from a cumulative row count: :mod:`forgekernel.generate.symbolic`."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
@@ -40,7 +40,7 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
     cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
              F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid,
              torch.max_pool1d: symbolic.max_pool1d, F.max_pool1d: symbolic.max_pool1d,
-             F.fold: symbolic.fold_as_transposed_conv, F.max_pool2d: symbolic.max_pool_nd(2),
+             F.max_pool2d: symbolic.max_pool_nd(2),
              F.max_pool3d: symbolic.max_pool_nd(3), F.avg_pool1d: symbolic.avg_pool_nd(1),
              F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3)}
     from forgekernel.metamode import whole_sequence

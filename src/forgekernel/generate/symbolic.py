@@ -161,33 +161,6 @@ def _tril_size(row: Any, col: Any, offset: int) -> Any:
     return ((first + last) * trapezoid // 2 + torch.sym_max(0, rows_all - trapezoid) * col) * some
 
 
-def fold_as_transposed_conv(x: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-                   stride: Any = 1) -> Any:
-    """``F.fold`` (col2im: overlapping patches summed back into an image) as the transposed
-    convolution it is, each tap's channel scattered by a 0/1 weight into the padded image
-    (zero-extended where the last blocks stop short of it), then the output's window of that:
-    ATen takes the output size as plain ints, fixing it at the example's."""
-    import torch
-    import torch.nn.functional as F
-
-    def two(v: Any) -> tuple[Any, Any]:
-        return (v, v) if not isinstance(v, (tuple, list)) else (v[0], v[1])
-
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (two(v) for v in (kernel_size, dilation, padding, stride))
-    batched = x.dim() == 3
-    x = x if batched else x.unsqueeze(0)
-    h, w = output_size[0], output_size[1]
-    nh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    nw = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    taps = torch.eye(kh * kw, dtype=x.dtype, device=x.device).reshape(kh * kw, 1, kh, kw)
-    y = F.conv_transpose2d(x.reshape(-1, kh * kw, nh, nw), taps, stride=(sh, sw), dilation=(dh, dw))
-    # the whole padded image, then the output's window of it
-    # (the full image is at least h + 2 * ph - (sh - 1) rows: sh more cover the window)
-    y = F.pad(y, (0, sw, 0, sh))
-    out = y[..., ph:ph + h, pw:pw + w].reshape(x.shape[0], -1, h, w)
-    return out if batched else out.squeeze(0)
-
-
 def varying_int_tuples(model: Any, other: Any) -> None:
     """Make a model's tuple (or list) attributes of ints that differ between two workloads'
     builds (``model`` and ``other``, the same class) read from int attributes, in place and
