@@ -254,11 +254,8 @@ def avg_pool_as_conv(conv: Any, dim: int, x: Any, kernel_size: Any, stride: Any 
 
     import torch
 
-    k = list(kernel_size) * dim if len(kernel_size) == 1 else list(kernel_size)
-    st = list(stride) if stride else k
-    st = st * dim if len(st) == 1 else st
-    pad = [padding] * dim if isinstance(padding, int) else list(padding)
-    pad = pad * dim if len(pad) == 1 else pad
+    k = list(symbolic.as_tuple(dim, kernel_size))
+    st, pad = list(symbolic.as_tuple(dim, stride, k)), list(symbolic.as_tuple(dim, padding))
     if (ceil_mode or not count_include_pad or divisor_override is not None
             or math.prod(k) <= AVG_POOL_WINDOW_MAX or k == st):
         return NotImplemented

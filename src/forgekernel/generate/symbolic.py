@@ -55,7 +55,7 @@ def avg_pool_nd(n: int) -> Any:
         if not ceil_mode:
             extra = () if n == 1 else (divisor_override,)
             return fn(x, kernel_size, stride, padding, ceil_mode, count_include_pad, *extra)
-        k, s, p = _tuple(n, kernel_size), _tuple(n, stride, kernel_size), _tuple(n, padding)
+        k, s, p = as_tuple(n, kernel_size), as_tuple(n, stride, kernel_size), as_tuple(n, padding)
         pads, divisor = [], None
         for i in range(n):
             size = x.shape[x.dim() - n + i]
@@ -76,7 +76,9 @@ def avg_pool_nd(n: int) -> Any:
     return pool
 
 
-def _tuple(n: int, v: Any, default: Any = None) -> tuple:
+def as_tuple(n: int, v: Any, default: Any = None) -> tuple:
+    """A pooling or convolution argument (an int, or a list of one or n) as an n-tuple;
+    ``default`` where it is None or empty (a stride defaults to the kernel size)."""
     v = default if v is None or (isinstance(v, (tuple, list)) and len(v) == 0) else v
     if isinstance(v, (tuple, list)):
         return tuple(v) * n if len(v) == 1 else tuple(v)
@@ -103,8 +105,8 @@ def _ceil_padded(x: Any, n: int, kernel_size: Any, stride: Any, padding: Any, di
     import torch
     import torch.nn.functional as F
 
-    k, p, d = _tuple(n, kernel_size), _tuple(n, padding), _tuple(n, dilation)
-    s = _tuple(n, stride, k)
+    k, p, d = as_tuple(n, kernel_size), as_tuple(n, padding), as_tuple(n, dilation)
+    s = as_tuple(n, stride, k)
     pads = []
     for i in range(n):
         size, span = x.shape[x.dim() - n + i], d[i] * (k[i] - 1) + 1
@@ -127,7 +129,7 @@ def triu_indices(row: Any, col: Any, offset: int = 0, **kwargs: Any) -> Any:
 
 
 def _triangle(lower: bool, row: Any, col: Any, offset: int, dtype: Any = None, device: Any = None,
-              layout: Any = None, **_: Any) -> Any:
+              **_: Any) -> Any:
     import torch
 
     return triangle_pairs(lower, row, col, offset, device).to(dtype or torch.long)
