@@ -135,6 +135,10 @@ CASES = {
     "tril_pairs": (lambda x: torch.bmm(x, x.transpose(1, 2))[:, torch.tril_indices(x.shape[1], x.shape[1], -1)[0],
                                                              torch.triu_indices(x.shape[1], x.shape[1], 1)[1]],
                    ("x",), lambda m, n: (_rand(m, n, 4),), [(3, 6), (1, 2), (4, 9)]),
+    # take_along_dim broadcasting index and values (ATen's composite reads both shapes as ints)
+    "take_along": (lambda x, i: torch.take_along_dim(x, i, dim=2) + x.take_along_dim(i[:1, :, :1], 2),
+                   ("x", "i"), lambda m, n: (_rand(m, 1, n + 2), torch.randint(0, n + 2, (m, m + 1, 3))),
+                   [(3, 6), (1, 1), (5, 9)]),
     # F.fold (col2im) back to an image size read from the input (ATen takes the size as ints)
     "fold": (lambda x: F.fold(F.unfold(x, 3, padding=1, stride=2) * 2, x.shape[-2:], 3, padding=1, stride=2),
              ("x",), lambda m, n: (_rand(2, 3, m + 4, n + 5),), [(3, 6), (1, 1), (6, 2)]),

@@ -173,6 +173,16 @@ def test_tril_indices_over_an_input_size_stay_symbolic():
         assert r["err"] < 1e-4 and r["kernels"] >= 1, r
 
 
+def test_take_along_dim_over_input_sizes_stays_symbolic():
+    """take_along_dim's composite broadcasts over both shapes as ints, which fixed the batch
+    at the example's (a detector's target assignment: 'input has shape (16, 256, 4), expected
+    (32, 256, 4)'); as a gather over both operands broadcast, one lowering serves other sizes."""
+    rows = _check("take_along")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-4 and r["kernels"] >= 1 and r["library"] == [], r
+
+
 def test_fold_to_a_size_read_from_an_input_stays_symbolic():
     """F.fold (col2im) back to an image size read from the input: Inductor's own lowering
     keeps the size symbolic and generates Triton for it, so one lowering serves other image
@@ -1477,14 +1487,14 @@ def test_a_model_the_same_at_every_workload_is_lowered_with_its_attributes_stati
     (tmp_path / "causal").mkdir()
     task = _converted(tmp_path / "windowed", WINDOWED)
     assert [k for k, a in task.axes.items() if a.min != a.max] == ["batch_size"]
-    assert examples.fixed_module(task)
+    assert examples.module_variation(task) == "fixed"
     fn, args, names = examples.flat_example(task, seed=0)
     sized = {dyn is not None: [a for a in lower(fn, args, names=names, dynamo=dyn).args
                                if a.kind == "size" and a.index < len(names)] for dyn in (None, STATIC_MODULE)}
     assert sized[False] and not sized[True]  # the parameters' sizes: symbols, then constants
     verdict = _generate_and_judge(task, tmp_path / "windowed")
     assert verdict.profile["hidden_workloads"] > 0
-    assert not examples.fixed_module(_converted(tmp_path / "causal", CAUSAL_MASK))  # its widths vary
+    assert examples.module_variation(_converted(tmp_path / "causal", CAUSAL_MASK)) != "fixed"  # its widths vary
 
 
 NO_SIZE_CONSTANTS = '''import torch
@@ -1556,6 +1566,50 @@ def test_a_size_kept_in_a_tuple_attribute_stays_symbolic(tmp_path):
     Read from int attributes while tracing, the candidate passes at every workload."""
     task = _converted(tmp_path, TUPLE_SIZE)
     assert len({w.axes["height"] for w in task.workloads}) > 1
+    _generate_and_judge(task, tmp_path)
+
+
+SIZE_SCALE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Scaled dot-product scores: the scale a float computed from the head size in __init__."""
+    def __init__(self, dim, slope):
+        super().__init__()
+        self.scale = dim ** -0.5
+        self.act = nn.LeakyReLU(slope)
+
+    def forward(self, q, k):
+        return self.act(torch.softmax(q @ k.transpose(-1, -2) * self.scale, dim=-1) - 0.01)
+
+
+batch = 4
+seq = 24
+dim = 32
+slope = 0.2
+
+
+def get_inputs():
+    return [torch.randn(batch, seq, dim) * 3, torch.randn(batch, seq, dim) * 3]
+
+
+def get_init_inputs():
+    return [dim, slope]
+'''
+
+
+def test_a_float_attribute_computed_from_a_size_is_read_at_each_call(tmp_path):
+    """``self.scale = dim ** -0.5`` in __init__: Dynamo kept the float at the example's value,
+    so the candidate scaled by the wrong factor at every other head size (our operators 132
+    and 134: WRONG_VALUES). A model whose float attributes differ between workloads is lowered
+    with floats as arguments, read from the module at each call; a float that does not vary
+    (the slope) changes nothing."""
+    from forgekernel.generate import examples
+
+    task = _converted(tmp_path, SIZE_SCALE)
+    assert examples.module_variation(task) == "floats"
+    assert len({w.axes["dim"] for w in task.workloads}) > 1
     _generate_and_judge(task, tmp_path)
 
 

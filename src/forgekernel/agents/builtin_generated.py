@@ -199,12 +199,14 @@ def generate(task: TaskSpec) -> Generated:
 
 def _generate(task: TaskSpec) -> Generated:
     from forgekernel.generate import assemble, classify, examples
-    from forgekernel.generate.inductor import STATIC_MODULE, LoweringError, lower
+    from forgekernel.generate.inductor import STATIC_MODULE, SYMBOLIC_FLOATS, LoweringError, lower
 
     try:
         fn, args, names = examples.flat_example(task, seed=0)
         graph = classify.trace(fn, args)
-        lowered = lower(fn, args, names=names, dynamo=STATIC_MODULE if examples.fixed_module(task) else None)
+        variation = examples.module_variation(task)
+        lowered = lower(fn, args, names=names,
+                        dynamo={"fixed": STATIC_MODULE, "floats": SYMBOLIC_FLOATS}.get(variation or ""))
         asm = assemble.render(lowered, _entry(task),
                               title=f"Generated for task {task.name}: {graph.describe()}.")
     except LoweringError as exc:

@@ -226,20 +226,22 @@ def flat_example(task: TaskSpec, seed: int = 0,
             tuple(name for name, _ in inst.params))
 
 
-def fixed_module(task: TaskSpec) -> bool:
-    """KernelBench: whether the model is the same at every workload (its parameters' shapes
-    and every submodule's plain attributes equal at the task's workloads and at the first one
-    with its free axes doubled and tripled, two of them at least built): then nothing of the
-    module need be symbolic when it is lowered. Dynamo otherwise makes each int attribute a
-    size of its own; a Swin MLP's window and resolution attributes made its arithmetic on
-    sizes too large to finish within the lowering limit, where kept static it finished."""
+def module_variation(task: TaskSpec) -> str | None:
+    """KernelBench: how the model differs between workloads (built at the task's workloads and
+    at the first one with its free axes doubled and tripled, two of them at least): "fixed"
+    where it is the same at every one (parameters' shapes and every submodule's plain
+    attributes), so nothing of the module need be symbolic when it is lowered (Dynamo
+    otherwise makes each int attribute a size of its own; a Swin MLP's window and resolution
+    attributes made its size arithmetic too large to finish within the lowering limit);
+    "floats" where a float attribute differs (a scale computed from a size in ``__init__``,
+    which Dynamo would keep at the example's value); else None."""
     if task.format != "kernelbench":
-        return False
+        return None
     from forgekernel import instance
 
     _, module = reference_function(task)
     first = task.workloads[0]
-    seen, prints = set(), set()
+    seen, prints, floats = set(), set(), set()
     for wl in (*task.workloads, _doubled(task, first), _doubled(task, first, factor=3)):
         key = tuple(sorted(wl.axes.items()))
         if key in seen:
@@ -250,7 +252,17 @@ def fixed_module(task: TaskSpec) -> bool:
         except Exception:  # noqa: BLE001 - a variant the reference rejects: not compared
             continue
         prints.add(_module_print(model))
-    return len(prints) == 1 and len(seen) >= 2
+        floats.add(repr(sorted((name, k, v) for name, m in _modules(model) for k, v in vars(m).items()
+                               if type(v) is float)))
+    if len(prints) == 1 and len(seen) >= 2:
+        return "fixed"
+    return "floats" if len(floats) > 1 else None
+
+
+def _modules(model: Any) -> list[tuple[str, Any]]:
+    import torch
+
+    return list(model.named_modules()) if isinstance(model, torch.nn.Module) else []
 
 
 def _module_print(model: Any) -> str:

@@ -17,6 +17,7 @@ the duration of the lowering and the previous one restored.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -55,8 +56,13 @@ STATIC_MODULE = {
     "force_parameter_static_shapes": True,
     "force_nn_module_property_static_shapes": True,
 }
-"""Over DYNAMO_CONFIG for a module that is the same at every workload (``examples.fixed_module``):
+"""Over DYNAMO_CONFIG for a module that is the same at every workload (``examples.module_variation``):
 its int attributes and parameter shapes constants, only the inputs' sizes symbolic."""
+
+SYMBOLIC_FLOATS = {"specialize_float": False}
+"""Over DYNAMO_CONFIG for a module with a float attribute that differs between workloads
+(``examples.module_variation``): floats become arguments, the candidate reads them from the
+module at each call (where an op needs a plain float, Dynamo still keeps the constant)."""
 
 
 class LoweringError(ForgeError, RuntimeError):
@@ -76,6 +82,8 @@ class ArgSource:
     dim: int | None = None
     path: str = ""
     """``attr``: the module attribute (``conv.groups``) an int argument is read from."""
+    as_tensor: bool = False
+    """A Python number Dynamo passes as a 0-d tensor (a float under ``SYMBOLIC_FLOATS``)."""
 
     def expression(self, flat: str, model: str = "self") -> str:
         """Python text computing this argument from the list named ``flat`` (and, for module
@@ -84,8 +92,11 @@ class ArgSource:
             owner, _, attr = self.path.rpartition(".")
             base = f"{model}.get_submodule({owner!r})" if owner else model
             name, tag, item = attr.rpartition(TUPLE_ITEM)  # symbolic.varying_int_tuples' ints
-            return f"{base}.{name}[{item}]" if tag and item.isdigit() else f"{base}.{attr}"
+            text = f"{base}.{name}[{item}]" if tag and item.isdigit() else f"{base}.{attr}"
+            return f"torch.as_tensor({text})" if self.as_tensor else text
         base = f"{flat}[{self.index}]"
+        if self.as_tensor:
+            return f"torch.as_tensor({base})"
         if self.kind == "size":
             return f"{base}.size({self.dim})"
         if self.kind == "stride":
@@ -205,7 +216,7 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
     failures: list[BaseException] = []
 
     def backend(gm: Any, inputs: list[Any]) -> Callable[..., Any]:
-        sources[:] = [n.meta["grapharg"].source for n in gm.graph.nodes if n.op == "placeholder"]
+        sources[:] = [n.meta["grapharg"] for n in gm.graph.nodes if n.op == "placeholder"]
         try:
             decompositions = {**select_decomp_table(), **library_ops()}
             compile_fx(gm, inputs, decompositions=decompositions)  # only its code is kept
@@ -238,7 +249,9 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
         raise error
     single = isinstance(out, torch.Tensor)
     count = 1 if single else len(out) if isinstance(out, (tuple, list)) else 0
-    return Lowered(code=codes[-1], args=tuple(_arg_source(s, names) for s in sources), outputs=count,
+    args = tuple(dataclasses.replace(_arg_source(g.source, names), as_tensor=bool(g.pass_arg_as_tensor))
+                 for g in sources)
+    return Lowered(code=codes[-1], args=args, outputs=count,
                    single=single, torch_version=torch.__version__)
 
 

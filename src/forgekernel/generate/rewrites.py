@@ -31,8 +31,9 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
     at run time; ATen's own decomposition would unroll it, fixing the sequence length.
     ``F.max_pool1d`` (ATen's CPU fast path reads the length as an int) goes through the form
     with indices, pooling's ``ceil_mode`` is written out (ATen and Inductor branch on the
-    example's sizes), and ``torch.tril_indices``/``triu_indices`` (int sizes in ATen) are
-    computed from a cumulative row count: :mod:`forgekernel.generate.symbolic`."""
+    example's sizes), ``torch.tril_indices``/``triu_indices`` (int sizes in ATen) are
+    computed from a cumulative row count and ``take_along_dim`` (its composite broadcasts
+    over int shapes) is a ``gather``: :mod:`forgekernel.generate.symbolic`."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
@@ -42,7 +43,8 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
              torch.max_pool1d: symbolic.max_pool1d, F.max_pool1d: symbolic.max_pool1d,
              F.max_pool2d: symbolic.max_pool_nd(2),
              F.max_pool3d: symbolic.max_pool_nd(3), F.avg_pool1d: symbolic.avg_pool_nd(1),
-             F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3)}
+             F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3),
+             torch.take_along_dim: symbolic.take_along_dim, torch.Tensor.take_along_dim: symbolic.take_along_dim}
     from forgekernel.metamode import whole_sequence
 
     recurrent = recurrent or {}  # torch._VF.<kind> -> (kind, the library op standing in for it)
@@ -56,7 +58,9 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
                 if not isinstance(classes, int) or classes >= 0:  # -1: the count is data (left as is)
                     return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).to(torch.int64)
             if func in cells:
-                return cells[func](*args, **kwargs)
+                done = cells[func](*args, **kwargs)
+                if done is not NotImplemented:
+                    return done
             if func in recurrent and not kwargs and whole_sequence(recurrent[func][0], args):
                 return recurrent[func][1](*args)
             return func(*args, **kwargs)

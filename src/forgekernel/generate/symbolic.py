@@ -76,6 +76,24 @@ def avg_pool_nd(n: int) -> Any:
     return pool
 
 
+def take_along_dim(x: Any, indices: Any, dim: Any = None, *, out: Any = None) -> Any:
+    """``torch.take_along_dim`` as a ``gather`` over both operands broadcast (all dimensions
+    but ``dim``): ATen's composite form reads both shapes as ints, fixing every size it
+    broadcasts at the example's. ``dim=None`` gathers from the flattened tensor."""
+    import torch
+
+    if out is not None or not isinstance(x, torch.Tensor) or not isinstance(indices, torch.Tensor):
+        return NotImplemented
+    if dim is None:
+        return x.reshape(-1).gather(0, indices.reshape(-1))
+    d = dim % x.dim()
+    shape = list(torch.broadcast_shapes(tuple(x.shape[:d]) + (1,) + tuple(x.shape[d + 1:]),
+                                        tuple(indices.shape[:d]) + (1,) + tuple(indices.shape[d + 1:])))
+    to_x, to_i = list(shape), list(shape)
+    to_x[d], to_i[d] = x.shape[d], indices.shape[d]
+    return x.expand(to_x).gather(d, indices.expand(to_i))
+
+
 def as_tuple(n: int, v: Any, default: Any = None) -> tuple:
     """A pooling or convolution argument (an int, or a list of one or n) as an n-tuple;
     ``default`` where it is None or empty (a stride defaults to the kernel size)."""
