@@ -38,14 +38,12 @@ from forgekernel.task import load_module, load_task, shape_of  # noqa: E402
 
 TASKS = ("rmsnorm", "softmax", "swiglu", "matmul", "fused_add_rmsnorm", "layernorm",
          "cross_entropy", "rope")
-EXTRA = {"matmul_tiled": ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 3},
-                         {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4},
-                         {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4}),
-         "xent_looped": ({"EXP_ONCE": 0}, {"BLOCK_V": 8192}, {"BLOCK_V": 16384, "NUM_WARPS": 16},
-                         {"BLOCK_V": 2048, "NUM_WARPS": 4}),
-         "softmax_looped": ({"EXP_ONCE": 0, "REVERSE": 0}, {"REVERSE": 0}, {"BLOCK_N": 8192},
-                            {"BLOCK_N": 2048, "NUM_WARPS": 4})}
-"""Configurations beyond each template's defaults, by template."""
+EXTRA = {"matmul": ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 3},
+                   {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4},
+                   {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4}),
+         "cross_entropy": ({"EXP_ONCE": 0}, {"BLOCK_V": 8192}, {"BLOCK_V": 16384, "NUM_WARPS": 16},
+                           {"BLOCK_V": 2048, "NUM_WARPS": 4})}
+"""Configurations beyond each template's defaults, by operator (the first template's knobs)."""
 FLUSH = None
 
 
@@ -132,9 +130,8 @@ def kernel_module(cfg, match):
 
 
 def configs(match) -> list:
-    out = []
-    for t in match.templates:
-        out += [templates.complete(t)] + [templates.complete(t, k) for k in EXTRA.get(t.name, ())]
+    out = [templates.complete(t) for t in match.templates]
+    out += [templates.complete(match.templates[0], k) for k in EXTRA.get(match.op, ())]
     return out
 
 

@@ -1,10 +1,7 @@
 """Built-in template softmax_looped: online softmax over column blocks, one row per program.
 
 For long rows: one pass keeps a running max and rescaled sum per lane, a second pass writes
-exp(x - max) / sum; registers stay bounded for any row length. EXP_ONCE=1 takes one
-exponential per element in the first pass (exp(-|x - m|) is the new term or the old sum's
-rescale, by the sign of x - m); REVERSE=1 walks the second pass from the row's end, so the
-chunks the first pass read last (the likeliest still in L2) are read again first.
+exp(x - max) / sum; registers stay bounded for any row length.
 """
 
 import torch
@@ -14,15 +11,12 @@ import triton.language as tl
 # --- knobs ---
 BLOCK_N = 4096  # chunk width (capped at the row length's next power of 2)
 NUM_WARPS = 8
-EXP_ONCE = 1  # 1: one exponential per element in the first pass; 0: two
-REVERSE = 1  # 1: the second pass from the row's end; 0: from its start
 # --- semantics ---
 # --- end ---
 
 
 @triton.jit
-def _softmax_looped(X, Y, stride_x, stride_y, N, BLOCK_N_: tl.constexpr, LOG: tl.constexpr,
-                    EXP_ONCE_: tl.constexpr, REVERSE_: tl.constexpr):
+def _softmax_looped(X, Y, stride_x, stride_y, N, BLOCK_N_: tl.constexpr, LOG: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     cols0 = tl.arange(0, BLOCK_N_)
     # a finite floor instead of -inf keeps exp(m_old - m_new) free of NaN in empty lanes
@@ -32,21 +26,12 @@ def _softmax_looped(X, Y, stride_x, stride_y, N, BLOCK_N_: tl.constexpr, LOG: tl
         cols = start + cols0
         x = tl.load(X + row * stride_x + cols, mask=cols < N, other=-float("inf"))
         x = x.to(tl.float32)
-        if EXP_ONCE_:
-            d = x - m
-            up = d > 0
-            e = tl.exp(tl.where(up, -d, d))
-            s = tl.where(up, s * e + 1.0, s + e)
-            m = tl.where(up, x, m)
-        else:
-            m_new = tl.maximum(m, x)
-            s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
-            m = m_new
+        m_new = tl.maximum(m, x)
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
     mx = tl.max(m, axis=0)
     total = tl.sum(s * tl.exp(m - mx), axis=0)
-    chunks = tl.cdiv(N, BLOCK_N_)
-    for i in range(0, chunks):
-        start = ((chunks - 1 - i) if REVERSE_ else i) * BLOCK_N_
+    for start in range(0, N, BLOCK_N_):
         cols = start + cols0
         mask = cols < N
         x = tl.load(X + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
@@ -66,7 +51,7 @@ def _launch(x, log):
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
     block_n = min(BLOCK_N, 1 << (n - 1).bit_length())
     _softmax_looped[(m,)](x2, y, x2.stride(0), y.stride(0), n, BLOCK_N_=block_n, LOG=log,
-                          EXP_ONCE_=EXP_ONCE, REVERSE_=REVERSE, num_warps=NUM_WARPS)
+                          num_warps=NUM_WARPS)
     return y.reshape(x.shape)
 
 
