@@ -32,15 +32,18 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from forgekernel import templates  # noqa: E402
-from forgekernel.agents import builtin_ops  # noqa: E402
+from forgekernel.agents import builtin_generated  # noqa: E402
 from forgekernel.profile import roofline  # noqa: E402
 from forgekernel.task import load_module, load_task, shape_of  # noqa: E402
 
 TASKS = ("rmsnorm", "softmax", "swiglu", "matmul", "fused_add_rmsnorm", "layernorm",
          "cross_entropy", "rope")
-MATMUL_EXTRA = ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 3},
-                {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4},
-                {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4})
+EXTRA = {"matmul_tiled": ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 3},
+                         {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4},
+                         {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4}),
+         "xent_looped": ({"BLOCK_V": 8192}, {"BLOCK_V": 16384, "NUM_WARPS": 16}, {"BLOCK_V": 2048, "NUM_WARPS": 4}),
+         "softmax_looped": ({"BLOCK_N": 8192}, {"BLOCK_N": 2048, "NUM_WARPS": 4})}
+"""Configurations beyond each template's defaults, by template."""
 FLUSH = None
 
 
@@ -127,9 +130,9 @@ def kernel_module(cfg, match):
 
 
 def configs(match) -> list:
-    out = [templates.complete(t) for t in match.templates]
-    if match.op == "matmul":
-        out += [templates.complete(match.templates[0], k) for k in MATMUL_EXTRA]
+    out = []
+    for t in match.templates:
+        out += [templates.complete(t)] + [templates.complete(t, k) for k in EXTRA.get(t.name, ())]
     return out
 
 
@@ -137,7 +140,7 @@ def bench_task(name: str, deadline: float, emit) -> None:
     task = load_task(REPO / "tasks" / name)
     source = (REPO / "tasks" / name / "reference.py").read_text()
     ref = load_module(REPO / "tasks" / name / "reference.py")
-    match = builtin_ops.match(task, source)
+    match = builtin_generated.resolve(task, source)
     mods = [(cfg, kernel_module(cfg, match)) for cfg in configs(match)]
     for wl in task.gpu_workloads() if DEVICE == "cuda" else task.smoke_workloads():
         if time.monotonic() > deadline:
@@ -206,6 +209,7 @@ def main() -> None:
     global DEVICE
     DEVICE = "cpu" if args.smoke else "cuda"
     out = Path(args.out) / ("templates_h200.json" if not args.smoke else "templates_cpu_smoke.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
     doc = {"what": "built-in templates vs eager reference, CUDA events, L2 flushed, median",
            "device": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu-interpret",
