@@ -10,7 +10,8 @@ It answers the verifier's requests on a pair of pipes (:mod:`forgekernel.judge.w
   observation (:mod:`forgekernel.judge.observe`), write its outputs back as raw bytes;
 * ``repeat``: run the callable ``n`` times on the same inputs (CPU timing, whose clock is
   the verifier's);
-* ``batch``: on a GPU, enqueue a gated batch of calls (:mod:`forgekernel.judge.gate`);
+* ``own_pool``, ``pools``, ``batch``: on a GPU, a pool of its own memory the verifier writes
+  timed inputs into, and gated batches of calls on it (:mod:`forgekernel.judge.gated`);
 * ``exit``.
 
 Anything the candidate raises is sent back as a description; the verifier decides.
@@ -117,10 +118,10 @@ class Executor:
     def model(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch
 
-        from forgekernel.judge import guards
+        from forgekernel.judge import guards, wire
 
         before = guards.thread_ids()
-        init = [_plain(v) for v in msg["init"]]
+        init = [wire.plain(v) for v in msg["init"]]
         for name, value in dict(msg.get("constants") or {}).items():  # only names it lacks or was lent
             if str(name).isidentifier() and isinstance(value, int) and (name in self.lent or not hasattr(self.module, name)):
                 setattr(self.module, name, value)
@@ -251,8 +252,14 @@ class Executor:
             torch.cuda.synchronize()
         return {"ok": True, **self.integrity(before, None)}
 
+    # -- GPU timing: a pool of this process's own memory, gated batches (forgekernel.judge.gated)
+    def own_pool(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from forgekernel.judge import ipc
 
-    # -- GPU timing: the verifier's pool, gated batches (forgekernel.judge.gated)
+        pool = ipc.ExportedPool(int(msg["nbytes"]))
+        self.imported[pool.handle] = pool
+        return {"pool": pool.describe()}
+
     def pools(self, msg: dict[str, Any]) -> dict[str, Any]:
         from forgekernel.judge import ipc
 
@@ -332,21 +339,13 @@ def interpret_flag(argv: list[str]) -> bool:
     return len(argv) > 4 and argv[4] == "1"
 
 
-def _plain(value: Any) -> Any:
-    """An init argument as sent (numbers, strings, booleans and lists of them)."""
-    if isinstance(value, list):
-        return tuple(_plain(v) for v in value)
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    raise TypeError(f"init argument of type {type(value).__name__} cannot be sent")
-
-
 def serve(ex: Executor, cmd_fd: int, res_fd: int) -> None:
     """Answer requests until ``exit`` (or the verifier goes away)."""
     from forgekernel.judge import failure, wire
 
     handlers = {"load": ex.load, "model": ex.model, "call": ex.call, "repeat": ex.repeat,
-                "pools": ex.pools, "batch": ex.batch, "collect": ex.collect, "ping": ex.ping}
+                "own_pool": ex.own_pool, "pools": ex.pools, "batch": ex.batch, "collect": ex.collect,
+                "ping": ex.ping}
     while True:
         try:
             msg = wire.recv(cmd_fd)

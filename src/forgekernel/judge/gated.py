@@ -4,8 +4,9 @@ Per timed workload, rounds of three batches (reference, candidate, reference), e
 on K input sets that fill a pool larger than the L2 where the workload allows:
 
 1. the candidate's executor enqueues, on its stream, a gate kernel, the K calls on the pool
-   (device memory the verifier owns and shared through CUDA IPC) and a signal kernel, and
-   says so; its host time stays out of the measurement;
+   (device memory of the executor's own, which the verifier maps through CUDA IPC to write
+   into: :class:`forgekernel.judge.ipc.PeerPool`) and a signal kernel, and says so; its host
+   time stays out of the measurement;
 2. only then does the verifier write fresh values (from secret seeds) into the pool, so no
    answer can exist before the gate opens;
 3. the verifier opens the gate and polls for the signal with its own clock: the batch's
@@ -145,7 +146,7 @@ def time_slot(session: Any, slot: Any) -> dict[str, Any]:
     k_ref = session.opts.reps or calls_per_batch(ref_est, example)
     k = session.opts.reps or candidate_calls(session, slot, ref_est, example)
     slices, nbytes = ipc.layout([a for a in example if hasattr(a, "numel")] * k)
-    pool = session.cand.pool(nbytes)
+    pool = session.cand.peer_pool(nbytes, slot.label)
     views, descs = _pool_sets(pool, slices, example, k)
     where = session.placement(slot, example)
     del example

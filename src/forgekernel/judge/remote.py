@@ -56,6 +56,7 @@ class CandidateProcess:
         self.boot: dict[str, Any] = {}
         """The executor's own account of its start (data from an untrusted process: shown, never used)."""
         self.owned: list[Any] = []
+        self.peers: list[Any] = []
         """Device pools the executor may have mapped: freed only after it is gone."""
         self.staging: Any = None
         """The pool the correctness calls' inputs and outputs pass through on a GPU."""
@@ -65,6 +66,9 @@ class CandidateProcess:
         return self.ex.sandbox_note
 
     def close(self) -> None:
+        for pool in self.peers:  # unmapped before the executor frees them
+            pool.free()
+        self.peers = []
         self.ex.close()
         for pool in self.owned:
             pool.free()
@@ -76,6 +80,16 @@ class CandidateProcess:
 
         pool = ipc.ExportedPool(nbytes)
         self.owned.append(pool)
+        return pool
+
+    def peer_pool(self, nbytes: int, where: str) -> Any:
+        """A device pool of ``nbytes`` the executor allocates in its own process (what the
+        candidate reads in timed batches), mapped here to write its inputs into."""
+        from forgekernel.judge import ipc
+
+        reply = self._ask({"op": "own_pool", "nbytes": int(nbytes)}, 120.0, phase="timing", where=where)
+        pool = ipc.PeerPool(reply["pool"], nbytes)
+        self.peers.append(pool)
         return pool
 
     # -- requests

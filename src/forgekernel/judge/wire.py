@@ -149,3 +149,12 @@ def plain_values(values: Any) -> list[Any]:
         raise TypeError(f"get_init_inputs() returned a {type(v).__name__}, which cannot be sent "
                         "to the candidate's process")
     return [plain(v) for v in (values or [])]
+
+
+def plain(value: Any) -> Any:
+    """An init argument as sent (numbers, strings, booleans and lists of them)."""
+    if isinstance(value, list):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    raise TypeError(f"init argument of type {type(value).__name__} cannot be sent")
