@@ -55,10 +55,11 @@ def gate_smoke(limit_s: float = 20.0) -> dict:
             x.mul_(1.0)
         device.signal(batch)
         enqueue_ms = (time.perf_counter() - start) * 1e3
-        seconds = gate.open_and_time(words, batch, limit_s + 10)
+        reading = gate.open_and_time(words, batch, limit_s + 10)
         torch.cuda.synchronize()
         rows.append({"batch": batch, "enqueue_ms": round(enqueue_ms, 3),
-                     "batch_ms": None if seconds is None else round(seconds * 1e3, 4),
+                     "batch_ms": None if reading is None else round(reading.seconds * 1e3, 4),
+                     "slack_ms": None if reading is None else round(reading.slack * 1e3, 4),
                      "expired": gate.expired(words, batch)})
     return {"batches": rows}
 

@@ -361,6 +361,17 @@ def test_roofline_floor_only_with_known_ceilings(tasks_dir):
     assert floor.bytes == 2 * 16384 * 8192 * 2 + 8192 * 2
     assert floor.floor_ms == pytest.approx(floor.bytes / (floor.bandwidth_tbs * 1e12) * 1e3)
     assert audit.roofline_floor(task, wl, outs, "cpu (Triton interpreter)") is None
+    # another GPU: no floor without a measurement, the measured copy bandwidth's floor with one
+    assert audit.roofline_floor(task, wl, outs, "NVIDIA H100 80GB HBM3") is None
+    from forgekernel.profile.roofline import Ceilings
+
+    measured = Ceilings(device="NVIDIA H100 80GB HBM3", bandwidth_tbs=2.9, bandwidth_by_mib={16: 5.0, 256: 2.9},
+                        source="measured")
+    h100 = audit.roofline_floor(task, wl, outs, "NVIDIA H100 80GB HBM3", measured)
+    assert h100.bandwidth_tbs == 2.9 and h100.floor_ms == pytest.approx(h100.bytes / 2.9e12 * 1e3)
+    # an H100's judged medians there: the side-stream cheat's 0.1095 ms is below the line, the
+    # honest kernel's 0.2254 ms above it (benchmarks/results/judge_gpu_h100_2026-12-06/)
+    assert 0.1095 < h100.floor_ms / audit.ROOFLINE_SLACK < 0.2254
     # the rejection line: faster than floor / ROOFLINE_SLACK
     assert floor.sol_pct(floor.floor_ms / audit.ROOFLINE_SLACK) == pytest.approx(100 * audit.ROOFLINE_SLACK)
 
@@ -649,7 +660,8 @@ def test_an_unstable_candidate_timing_is_flagged_beside_a_steady_reference():
     def side(ms):
         return SimpleNamespace(per_call_ms=list(ms), host_ms=[0.01] * len(ms))
 
-    session = SimpleNamespace(cuda=True, task=SimpleNamespace(format="kernelbench"), device_name="NVIDIA H200")
+    session = SimpleNamespace(cuda=True, task=SimpleNamespace(format="kernelbench"), device_name="NVIDIA H200",
+                              ceilings=None)
     slot = SimpleNamespace(label="n=1", wl=None, outputs=[])
     steady = [2.72, 2.72, 2.721, 2.72, 2.719]
     jumpy = summarise_sides(session, slot, {"ref1": side(steady), "cand": side([0.66, 1.0, 1.3, 0.66, 1.0]),

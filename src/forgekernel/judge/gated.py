@@ -79,7 +79,7 @@ def candidate_calls(session: Any, slot: Any, ref_ms: float, args: list[Any]) -> 
     from forgekernel.judge import correctness as cx
 
     floor = audit.roofline_floor(session.task, slot.wl, [(o.shape, cx.dtype_name(o)) for o in slot.outputs],
-                                 session.device_name)
+                                 session.device_name, session.ceilings)
     return calls_per_batch(min(ref_ms, floor.floor_ms) if floor else ref_ms, args,
                            sum(o.nbytes for o in slot.outputs))
 

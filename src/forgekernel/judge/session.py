@@ -63,6 +63,8 @@ class Session:
         self.notes: list[str] = self.problem.notes  # the problem's notes (the oracle's precision) too
         self.nondeterministic = False
         self.ref_gate: Any = None
+        self.ceilings: Any = None
+        """Copy ceilings measured on a GPU forge has no table for (``audit.roofline_floor``)."""
         self.cand: Any = None
         """The candidate's executor (:class:`~forgekernel.judge.remote.CandidateProcess`)."""
         self.perf: Any = None

@@ -38,7 +38,7 @@ def summarise_sides(session: Any, slot: Any, sides: dict[str, Any], label: str, 
                      f"on a {m_cand.median_ms:.3f} ms median, the reference's {m_ref.spread_ms:.3f} ms): "
                      "something else may have used the GPU; its confirmation re-times it")
     floor = audit.roofline_floor(session.task, slot.wl, [(o.shape, cx.dtype_name(o)) for o in slot.outputs],
-                                 session.device_name) if session.cuda else None
+                                 session.device_name, session.ceilings) if session.cuda else None
     sol = floor.sol_pct(m_cand.median_ms) if floor else None
     if floor is not None and m_cand.median_ms < floor.floor_ms / audit.ROOFLINE_SLACK:
         raise Failure(Status.REJECTED, f"{slot.label}: {m_cand.median_ms:.4f} ms is faster than the "

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forgekernel.delivery.channel import Envelope, receive
-from forgekernel.judge import accounting, residency
+from forgekernel.judge import accounting, audit, residency
 
 STARTED = time.monotonic()
 """When this process started (its job's clock started just before)."""
@@ -103,6 +103,10 @@ def _prepare(env: Envelope, phases: dict[str, float], started: Any = None) -> An
             from forgekernel.judge.gated import ReferenceGate
 
             session.ref_gate = ReferenceGate()
+            if not audit.known_ceilings(session.device_name):  # a floor measured here instead
+                from forgekernel.profile import roofline
+
+                session.ceilings = roofline.measure_copy_ceilings(session.device_name)
         else:
             session.device_name = "cpu (Triton interpreter)"
             session.clock = timing.HostClock()

@@ -53,6 +53,33 @@ the knowledge base certifies its own. The float32 and TF32 peaks are NVIDIA's da
 figures (leads until a probe measures them)."""
 
 
+def measure_copy_ceilings(device: str, sizes_mib: tuple[int, ...] = (16, 64, 256), reps: int = 7) -> Ceilings:
+    """This process's GPU's copy bandwidth, measured now (CUDA events around one device copy of
+    each size, median of ``reps``): the memory ceilings of a device without a table. A copy
+    of a size that fits the L2 reads from it, so small floors come out lenient, not strict."""
+    import statistics
+
+    import torch
+
+    table = {}
+    for mib in sizes_mib:
+        src = torch.zeros(mib << 20, dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        dst.copy_(src)
+        times = []
+        for _ in range(reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dst.copy_(src)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        table[mib] = round(2 * (mib << 20) / (statistics.median(times) * 1e-3) / 1e12, 3)
+        del src, dst
+    return Ceilings(device=device, bandwidth_tbs=max(table.values()), bandwidth_by_mib=table,
+                    source=f"copy bandwidth measured on this {device} by the judge (CUDA events, median of {reps})")
+
+
 def bandwidth_for(ceilings: Ceilings, nbytes: int) -> float:
     """TB/s a streaming kernel moving ``nbytes`` (read + written) can expect.
 
