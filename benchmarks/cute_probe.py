@@ -9,8 +9,11 @@ deadline, so the first feature that hangs shows:
 2. ``store_stream``: the same on torch's current stream (as the template launches);
 3. ``store_dynamic``: the same with ``mark_layout_dynamic`` tensors;
 4. ``loop``: a strided loop over a dynamic row length (no shared memory, no barrier);
-5. ``smem_barrier``: a warp reduction, shared memory and a CTA barrier (no loop);
-6. ``template``: the built-in ``rownorm_cute`` at 16 x 256.
+5. ``warp_reduce``, ``barrier_only``, ``smem_only``: a warp reduction, a CTA barrier, shared
+   memory (``SmemAllocator``), each alone;
+6. ``smem_barrier``: the three together (no loop), and ``smem_sized`` the same launched with
+   an explicit shared-memory size;
+7. ``template``: the built-in ``rownorm_cute`` at 16 x 256.
 
     python3 benchmarks/cute_probe.py --out $OUT/cute_probe --commit SHA [--deadline 60]
     python3 benchmarks/cute_probe.py --compile-only ...    # here, without a GPU: sm_90a compile
@@ -93,6 +96,49 @@ def j_smem(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
     k_smem(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
 
 
+@cute.kernel
+def k_warp(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    mY[tidx] = cute.arch.warp_reduction_sum(mX[tidx])
+
+
+@cute.jit
+def j_warp(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_warp(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.kernel
+def k_barrier(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    v = mX[tidx] * 2.0
+    cute.arch.barrier()
+    mY[tidx] = v
+
+
+@cute.jit
+def j_barrier(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_barrier(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.kernel
+def k_smem_only(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    smem = cutlass.utils.SmemAllocator()
+    buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(128), byte_alignment=16)
+    buf[tidx] = mX[tidx]
+    mY[tidx] = buf[tidx] * 2.0
+
+
+@cute.jit
+def j_smem_only(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_smem_only(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.jit
+def j_smem_sized(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_smem(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), smem=1024, stream=stream)
+
+
 def stream_of(t):
     return cuda.CUstream(torch.cuda.current_stream().cuda_stream if t.is_cuda else 0)
 
@@ -100,6 +146,17 @@ def stream_of(t):
 y = torch.zeros(128, device=device)
 want = None
 start = time.perf_counter()
+
+
+def compiled_call(jit, *args):
+    fn = cute.compile(jit, *args)
+    print("compiled", round(time.perf_counter() - start, 3), flush=True)
+    fn(*args)
+
+
+PAIRS = {"warp_reduce": (j_warp, lambda x: x.view(4, 32).sum(1).repeat_interleave(32)),
+         "barrier_only": (j_barrier, lambda x: x * 2), "smem_only": (j_smem_only, lambda x: x * 2),
+         "smem_sized": (j_smem_sized, lambda x: x.sum().expand(128))}
 if probe == "store":
     cute.compile(j_store, from_dlpack(y))(from_dlpack(y))
     want = torch.arange(128, device=device, dtype=torch.float32)
@@ -119,8 +176,13 @@ elif probe == "loop":
 elif probe == "smem_barrier":
     x = torch.randn(128, device=device)
     a, b = from_dlpack(x), from_dlpack(y)
-    cute.compile(j_smem, a, b, stream_of(x))(a, b, stream_of(x))
+    compiled_call(j_smem, a, b, stream_of(x))
     want = x.sum().expand(128)
+elif probe in PAIRS:
+    x = torch.randn(128, device=device)
+    a, b = from_dlpack(x), from_dlpack(y)
+    compiled_call(PAIRS[probe][0], a, b, stream_of(x))
+    want = PAIRS[probe][1](x)
 elif probe == "template":
     from forgekernel import templates
     import importlib.util, tempfile
@@ -142,7 +204,8 @@ if device == "cuda":
     print("finished", round(time.perf_counter() - start, 3), flush=True)
     print("right", bool(torch.allclose(y.float(), want.float(), atol=2e-2, rtol=2e-2)), flush=True)
 '''
-PROBES = ("store", "store_stream", "store_dynamic", "loop", "smem_barrier", "template")
+PROBES = ("store", "store_stream", "store_dynamic", "loop", "warp_reduce", "barrier_only", "smem_only",
+          "smem_barrier", "smem_sized", "template")
 
 
 def run_probe(probe: str, device: str, deadline: float, env: dict, child: Path) -> dict:
@@ -156,6 +219,7 @@ def run_probe(probe: str, device: str, deadline: float, env: dict, child: Path) 
         err, rc = "timed out", None
     lines = out.splitlines()
     return {"probe": probe, "rc": rc, "seconds": round(time.perf_counter() - start, 2),
+            "compiled": any(x.startswith("compiled") for x in lines),
             "launched": any(x.startswith("launched") for x in lines),
             "finished": any(x.startswith("finished") for x in lines),
             "right": "right True" in lines, "stdout": lines[-4:], "stderr_tail": err[-1200:]}
@@ -189,7 +253,7 @@ def main() -> None:
         row = run_probe(probe, device, a.deadline, env, child)
         doc["probes"].append(row)
         (a.out / "cute_probe.json").write_text(json.dumps(doc, indent=1))
-        print(f"{probe:14s} launched={row['launched']} finished={row['finished']} right={row['right']} "
+        print(f"{probe:14s} compiled={row['compiled']} launched={row['launched']} finished={row['finished']} right={row['right']} "
               f"rc={row['rc']} {row['seconds']} s {row['stderr_tail'][-300:] if not row['launched'] else ''}",
               flush=True)
 
