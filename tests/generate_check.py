@@ -136,9 +136,15 @@ CASES = {
                                                              torch.triu_indices(x.shape[1], x.shape[1], 1)[1]],
                    ("x",), lambda m, n: (_rand(m, n, 4),), [(3, 6), (1, 2), (4, 9)]),
     # take_along_dim broadcasting index and values (ATen's composite reads both shapes as ints)
-    "take_along": (lambda x, i: torch.take_along_dim(x, i, dim=2) + x.take_along_dim(i[:1, :, :1], 2),
+    "take_along": (lambda x, i: torch.take_along_dim(x, i, dim=2) + (x + 1).take_along_dim(i[:1, :, :1], 2),
                    ("x", "i"), lambda m, n: (_rand(m, 1, n + 2), torch.randint(0, n + 2, (m, m + 1, 3))),
                    [(3, 6), (1, 1), (5, 9)]),
+    # Tensor.unflatten (its Python form calls super(), which Dynamo cannot trace under a mode)
+    "unflatten": (lambda x: torch.unflatten((x * 2).unflatten(1, (-1, 2)), 0, (1, -1)).sum(-1),
+                  ("x",), lambda m, n: (_rand(m, 2 * n),), [(3, 6), (1, 1), (5, 9)]),
+    # masked_scatter: a running count over the whole flat mask (Inductor would split that scan)
+    "masked_scatter": (lambda x, v: x.masked_scatter(x > 0.2, v * 2), ("x", "v"),
+                       lambda m, n: (_rand(m, 64 * n), _rand(m, 64 * n)), [(64, 32), (1, 1), (9, 5)]),
     # F.fold (col2im) back to an image size read from the input (ATen takes the size as ints)
     "fold": (lambda x: F.fold(F.unfold(x, 3, padding=1, stride=2) * 2, x.shape[-2:], 3, padding=1, stride=2),
              ("x",), lambda m, n: (_rand(2, 3, m + 4, n + 5),), [(3, 6), (1, 1), (6, 2)]),

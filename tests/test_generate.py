@@ -183,6 +183,26 @@ def test_take_along_dim_over_input_sizes_stays_symbolic():
         assert r["err"] < 1e-4 and r["kernels"] >= 1 and r["library"] == [], r
 
 
+def test_unflatten_is_traced():
+    """Tensor.unflatten's Python form calls super().unflatten, which Dynamo cannot trace under
+    forge's torch function mode: the whole lowering failed (a Mamba-2 chunked scan); as a
+    reshape it lowers and serves other sizes."""
+    rows = _check("unflatten")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-4 and r["kernels"] >= 1, r
+
+
+def test_masked_scatter_scans_in_one_program_per_row():
+    """masked_scatter takes a running count over its whole flat mask; Inductor split that scan
+    across programs ('split_scan', a workspace and a launch forge does not drive: a VLM's
+    image-token merge got no kernel). The split held at 1, it lowers and is right at other sizes."""
+    rows = _check("masked_scatter")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["err"] < 1e-4 and r["kernels"] >= 1, r
+
+
 def test_fold_to_a_size_read_from_an_input_stays_symbolic():
     """F.fold (col2im) back to an image size read from the input: Inductor's own lowering
     keeps the size symbolic and generates Triton for it, so one lowering serves other image

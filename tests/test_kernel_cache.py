@@ -90,9 +90,9 @@ def test_a_candidates_extension_build_is_reused_at_its_next_verdict(tmp_path, mo
             client = ExecutorClient(ExecutorSpec(candidate_dir=cand, device="cpu", interpret=True))
             reply = client.ask({"op": "load", "kernel": str(cand / "kernel.py"), "entry": "run",
                                 "own": ["_k"], "any_kernel": False}, 600)
-            logs.append(client.tail())
             restored = client.cache_restored
-            client.close()
+            client.close()  # joins the threads draining its output: the whole log, no race
+            logs.append(client.tail())
             assert reply.get("ok"), reply
         assert "fk_twice_test.so" in logs[0] and restored > 0
         assert "ninja: no work to do" in logs[1], logs[1][-800:]

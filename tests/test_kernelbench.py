@@ -189,6 +189,32 @@ def test_plain_number_among_the_inputs(tmp_path):
     assert task.description == "Matrix times a scalar."
 
 
+def test_get_inputs_that_reads_values_it_drew_converts(tmp_path):
+    """get_inputs() placing image tokens at random cut points (``int(cuts[j])``) cannot read a
+    value on meta: it was refused ("Tensor.item() cannot be called on meta tensors"). On meta a
+    read value is 0 now (the shapes do not depend on it); the real inputs are drawn for real."""
+    src = write(tmp_path, "merge.py", HEAD + (
+        "class Model(nn.Module):\n"
+        "    def forward(self, ids, x):\n"
+        "        return x * (ids == 0).unsqueeze(-1)\n\n\n"
+        "batch = 8\nseq = 64\ndim = 32\n\n\n"
+        "def get_inputs():\n"
+        "    ids = torch.randint(1, 9, (batch, seq))\n"
+        "    for i in range(batch):\n"
+        "        start = int(torch.randint(0, seq // 2, ()))\n"
+        "        ids[i, start:start + seq // 4] = 0\n"
+        "    return [ids, torch.randn(batch, seq, dim)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"))
+    task = load_task(convert(src, tmp_path / "t"))
+    assert task.inputs["ids"].shape == ("batch", "seq") and task.smoke_workloads()
+    from forgekernel.generate.examples import reference_function
+
+    wl = task.workloads[0]
+    assert wl.axes == {"batch": 8, "seq": 64, "dim": 32}
+    ids = instance.build(task, reference_function(task)[1], wl, device="cpu", seed=0).inputs[0]
+    assert int((ids == 0).sum()) == 8 * 16  # drawn for real: a run of zeros in every row
+
+
 def test_huge_inputs_are_described_without_allocating(tmp_path):
     # 2**48 elements: only meta tensors can hold that; torch.distributions validation included
     src = write(tmp_path, "huge.py", HEAD + "from torch.distributions import Pareto\n\n\n" + (

@@ -107,9 +107,10 @@ def module_at(task: TaskSpec, module: ModuleType, axes: dict[str, int]) -> Modul
 
 
 @contextlib.contextmanager
-def on_meta(track: bool = False) -> Iterator[Any]:
+def on_meta(track: bool = False, values: bool = False) -> Iterator[Any]:
     """Factories on meta, device moves kept on meta, torch.distributions checks off (they call
-    .item()); yields the mode (its ``origin(t)`` says how ``t`` was made when tracking)."""
+    .item()); yields the mode (its ``origin(t)`` says how ``t`` was made when tracking;
+    ``values``: a tensor's value read as a number is 0, for get_inputs())."""
     import torch
     from torch.distributions import Distribution
 
@@ -117,7 +118,7 @@ def on_meta(track: bool = False) -> Iterator[Any]:
 
     validate = Distribution._validate_args
     Distribution.set_default_validate_args(False)
-    mode = MetaMode(track)
+    mode = MetaMode(track, values)
     try:
         with torch.device("meta"), mode:
             yield mode
@@ -206,7 +207,7 @@ def inputs_at(task: TaskSpec, module: ModuleType, workload: Workload, *, seed: i
 
     if meta:
         if kernelbench(task):
-            with on_meta():
+            with on_meta(values=True):
                 values = list(module.get_inputs())
             return [v.to("meta") if isinstance(v, torch.Tensor) else v for v in values]
         return [torch.empty(shape_of(s, workload.axes), dtype=getattr(torch, s.dtype), device="meta")

@@ -142,7 +142,7 @@ def probe(module: ModuleType, overrides: dict[Key, int] | None = None, *, forwar
         stage = "Model(*get_init_inputs())"
         model = instance.model_at(STUB, mod, meta=True)
         stage = "get_inputs()"
-        with instance.on_meta(track=True) as mode:
+        with instance.on_meta(track=True, values=True) as mode:
             values = list(mod.get_inputs())
             inputs = _inputs(values, mode)
         values = [v.to("meta") if isinstance(v, torch.Tensor) else v for v in values]

@@ -239,7 +239,7 @@ def _check_get_inputs(module: ModuleType, src: Path) -> None:
     from forgekernel import instance
 
     try:
-        with instance.on_meta():
+        with instance.on_meta(values=True):
             values = module.get_inputs()
     except Exception as exc:
         raise KernelBenchError(f"{src}: get_inputs() fails on meta tensors: {kbprobe._one_line(exc)}") from None

@@ -66,25 +66,41 @@ def _name(func: Any) -> str:
     return getattr(func, "__name__", str(func))
 
 
-class MetaMode:
-    """A TorchFunctionMode (built lazily so importing this module needs no torch)."""
+READS = {"item": None, "__int__": int, "__index__": int, "__float__": float, "__bool__": bool}
+"""A tensor's value read as a Python number: on meta (there is none), :class:`MetaMode` with
+``values`` answers 0 (False) instead of failing."""
 
-    def __new__(cls, track: bool = False) -> Any:
-        return _mode_class()(track)
+
+class MetaMode:
+    """A TorchFunctionMode (built lazily so importing this module needs no torch). ``values``:
+    reading a meta tensor's value gives 0 (for get_inputs(), whose shapes seldom depend on the
+    values it draws: token positions for image patches, say; the forward never gets this)."""
+
+    def __new__(cls, track: bool = False, values: bool = False) -> Any:
+        return _mode_class()(track, values)
+
+
+def _zero(name: str, t: Any) -> Any:
+    import torch
+
+    zero = False if t.dtype == torch.bool else 0.0 if t.dtype.is_floating_point else 0
+    return (READS[name] or type(zero))(zero)
 
 
 def _mode_class() -> type:
     from torch.overrides import TorchFunctionMode
 
     class _Meta(TorchFunctionMode):
-        def __init__(self, track: bool) -> None:
+        def __init__(self, track: bool, values: bool) -> None:
             super().__init__()
-            self.track = track
+            self.track, self.values = track, values
             self.origins: dict[int, Origin] = {}
             self.keep: list[Any] = []
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
             name = _name(func)
+            if self.values and name in READS and args and _is_meta_tensor(args[0]):
+                return _zero(name, args[0])
             if name in RECURRENT and not kwargs and args and _is_meta_tensor(args[0]) \
                     and whole_sequence(name, args):  # ATen's meta run steps through the sequence
                 return recurrent_outputs(name, *args)

@@ -141,6 +141,7 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None,
     import torch
     import torch._inductor.config as icfg
     import torch.fx.experimental._config as fxcfg
+    from torch._inductor import ir
     from torch._inductor.graph import GraphLowering
     from triton.runtime.driver import driver
 
@@ -150,7 +151,8 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None,
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     previous = dict(vars(driver))  # whatever this Triton version keeps (lazily made drivers)
-    saved = GraphLowering.save_output_code
+    saved, scan_splits = GraphLowering.save_output_code, ir.Scan.__dict__["num_splits"]
+    ir.Scan.num_splits = classmethod(_one_scan_split(scan_splits.__func__))
     driver.set_active(_CrossDriver(arch))
     GraphLowering.save_output_code = staticmethod(codes.append)
     torch._dynamo.reset()
@@ -160,10 +162,21 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None,
             yield codes
     finally:
         GraphLowering.save_output_code = saved
+        ir.Scan.num_splits = scan_splits
         quiet.setLevel(level)
         vars(driver).clear()
         vars(driver).update(previous)
         torch._dynamo.reset()
+
+
+def _one_scan_split(num_splits: Callable[..., Any]) -> Callable[..., Any]:
+    """Inductor's scan split count, held at 1: a scan over a large flat range (the running
+    count ``masked_scatter`` takes of its mask) would be a 'split_scan' kernel, which needs a
+    workspace and a launch forge's launcher does not drive; one program per row scans it."""
+    def one(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        hint, _ = num_splits(cls, *args, **kwargs)
+        return hint, 1
+    return one
 
 
 LOWERING_LIMIT_S = 300.0

@@ -32,8 +32,9 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
     ``F.max_pool1d`` (ATen's CPU fast path reads the length as an int) goes through the form
     with indices, pooling's ``ceil_mode`` is written out (ATen and Inductor branch on the
     example's sizes), ``torch.tril_indices``/``triu_indices`` (int sizes in ATen) are
-    computed from a cumulative row count and ``take_along_dim`` (its composite broadcasts
-    over int shapes) is a ``gather``: :mod:`forgekernel.generate.symbolic`."""
+    computed from a cumulative row count, ``take_along_dim`` (its composite broadcasts
+    over int shapes) is a ``gather`` and ``Tensor.unflatten`` (whose ``super()`` call Dynamo
+    cannot trace under the mode) a ``reshape``: :mod:`forgekernel.generate.symbolic`."""
     import torch
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
@@ -44,7 +45,8 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
              F.max_pool2d: symbolic.max_pool_nd(2),
              F.max_pool3d: symbolic.max_pool_nd(3), F.avg_pool1d: symbolic.avg_pool_nd(1),
              F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3),
-             torch.take_along_dim: symbolic.take_along_dim, torch.Tensor.take_along_dim: symbolic.take_along_dim}
+             torch.take_along_dim: symbolic.take_along_dim, torch.unflatten: symbolic.unflatten}
+    methods = {"take_along_dim": torch.take_along_dim, "unflatten": torch.unflatten}
     from forgekernel.metamode import whole_sequence
 
     recurrent = recurrent or {}  # torch._VF.<kind> -> (kind, the library op standing in for it)
@@ -57,6 +59,8 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
                 classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
                 if not isinstance(classes, int) or classes >= 0:  # -1: the count is data (left as is)
                     return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).to(torch.int64)
+            # a method called on an intermediate tensor misses the table under Dynamo: by name
+            func = methods.get(getattr(func, "__name__", None), func)
             if func in cells:
                 done = cells[func](*args, **kwargs)
                 if done is not NotImplemented:

@@ -94,6 +94,21 @@ def take_along_dim(x: Any, indices: Any, dim: Any = None, *, out: Any = None) ->
     return x.expand(to_x).gather(d, indices.expand(to_i))
 
 
+def unflatten(x: Any, dim: Any, sizes: Any) -> Any:
+    """``Tensor.unflatten`` as a ``reshape``: its Python form calls ``super().unflatten``, which
+    Dynamo cannot trace under a torch function mode (the whole trace failed)."""
+    if not isinstance(dim, int):
+        return NotImplemented  # a named dimension: left to torch
+    d = dim % x.dim()
+    sizes = list(sizes)
+    if -1 in sizes:
+        known = 1
+        for v in sizes:
+            known = known * v if v != -1 else known
+        sizes[sizes.index(-1)] = x.shape[d] // known
+    return x.reshape(*x.shape[:d], *sizes, *x.shape[d + 1:])
+
+
 def as_tuple(n: int, v: Any, default: Any = None) -> tuple:
     """A pooling or convolution argument (an int, or a list of one or n) as an n-tuple;
     ``default`` where it is None or empty (a stride defaults to the kernel size)."""
