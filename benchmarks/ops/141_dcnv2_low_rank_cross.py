@@ -29,7 +29,7 @@ class Model(nn.Module):
         emb = self.embedding(rows).flatten(1)
         x0 = torch.cat([torch.log1p(dense.clamp(min=0.0)), emb], dim=1)
         x = x0
-        for down, up in zip(self.down, self.up):
+        for down, up in zip(self.down, self.up, strict=True):
             x = torch.addcmul(x, x0, up(down(x)))
         logit = self.head(torch.cat([x, self.mlp(x0)], dim=1)).squeeze(-1)
         return torch.sigmoid(logit), logit
