@@ -39,14 +39,7 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
     import torch.nn.functional as F
     from torch.overrides import TorchFunctionMode
 
-    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
-             F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid,
-             torch.max_pool1d: symbolic.max_pool1d, F.max_pool1d: symbolic.max_pool1d,
-             F.max_pool2d: symbolic.max_pool_nd(2),
-             F.max_pool3d: symbolic.max_pool_nd(3), F.avg_pool1d: symbolic.avg_pool_nd(1),
-             F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3),
-             torch.take_along_dim: symbolic.take_along_dim, torch.unflatten: symbolic.unflatten}
-    methods = {"take_along_dim": torch.take_along_dim, "unflatten": torch.unflatten}
+    cells, methods = _rewritten()
     from forgekernel.metamode import whole_sequence
 
     recurrent = recurrent or {}  # torch._VF.<kind> -> (kind, the library op standing in for it)
@@ -59,7 +52,6 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
                 classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
                 if not isinstance(classes, int) or classes >= 0:  # -1: the count is data (left as is)
                     return (x.unsqueeze(-1) == torch.arange(classes, device=x.device)).to(torch.int64)
-            # a method called on an intermediate tensor misses the table under Dynamo: by name
             func = methods.get(getattr(func, "__name__", None), func)
             if func in cells:
                 done = cells[func](*args, **kwargs)
@@ -71,6 +63,22 @@ def traced_functions(recurrent: dict[Any, tuple[str, Any]] | None = None) -> Ite
 
     with _Rewrites(), _factories():
         yield
+
+
+def _rewritten() -> tuple[dict[Any, Any], dict[str, Any]]:
+    """The torch functions :func:`traced_functions` replaces, and those it also recognises
+    by name (a method called on an intermediate tensor misses the table under Dynamo)."""
+    import torch
+    import torch.nn.functional as F
+
+    cells = {torch.gru_cell: _gru_cell, torch.lstm_cell: _lstm_cell, torch.bilinear: _bilinear,
+             F.affine_grid: _affine_grid, torch.affine_grid_generator: _affine_grid,
+             torch.max_pool1d: symbolic.max_pool1d, F.max_pool1d: symbolic.max_pool1d,
+             F.max_pool2d: symbolic.max_pool_nd(2),
+             F.max_pool3d: symbolic.max_pool_nd(3), F.avg_pool1d: symbolic.avg_pool_nd(1),
+             F.avg_pool2d: symbolic.avg_pool_nd(2), F.avg_pool3d: symbolic.avg_pool_nd(3),
+             torch.take_along_dim: symbolic.take_along_dim, torch.unflatten: symbolic.unflatten}
+    return cells, {"take_along_dim": torch.take_along_dim, "unflatten": torch.unflatten}
 
 
 @contextlib.contextmanager
