@@ -56,8 +56,9 @@ class CandidateProcess:
         self.boot: dict[str, Any] = {}
         """The executor's own account of its start (data from an untrusted process: shown, never used)."""
         self.owned: list[Any] = []
-        self.peers: list[Any] = []
         """Device pools the executor may have mapped: freed only after it is gone."""
+        self.peers: list[Any] = []
+        """Pools the executor allocated and this process mapped: unmapped before it goes."""
         self.staging: Any = None
         """The pool the correctness calls' inputs and outputs pass through on a GPU."""
 
