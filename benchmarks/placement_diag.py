@@ -11,6 +11,12 @@ B. In this one process, the same kernel on its largest workload timed at several
    batches of K calls (CUDA events around each batch, L2 flushed by the batch's own size).
    Placement matters where the medians' spread across placements exceeds the spread of
    repeated timings at one placement.
+C. In this one process, the footprint a batch touches: batches of K calls, each call on its
+   own input set and keeping its output (as the judge's gated batches do, on a pool larger
+   than the L2), for several K, against batches of the same K calls on one input set. Where
+   the per-call time grows with the distinct memory a batch touches and not with K, the
+   footprint (address translation, DRAM pages) and not the batch explains a judged time
+   above a plain timing of the kernel.
 
     source scripts/gpu_env.sh
     python3 benchmarks/placement_diag.py --task tasks/rmsnorm --kernel kernels/rmsnorm/kernel.py \
@@ -113,6 +119,41 @@ def placements(kernel: str, entry: str, shape: list[int], spacers_mib: list[int]
     return rows
 
 
+def footprints(kernel: str, entry: str, shape: list[int], ks: list[int], rounds: int) -> list[dict]:
+    """Per K: the per-call median over ``rounds`` batches with K distinct sets and with one."""
+    import torch
+
+    spec = importlib.util.spec_from_file_location("cand_fp", kernel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, entry)
+    per_set = 2 * shape[0] * shape[1] * 2  # bf16 in and out
+    w = torch.randn(shape[-1], device="cuda", dtype=torch.bfloat16)
+    rows = []
+    for k in ks:
+        torch.cuda.empty_cache()
+        xs = [torch.randn(*shape, device="cuda", dtype=torch.bfloat16) for _ in range(k)]
+        row = {"k": k, "footprint_mib": k * per_set >> 20}
+        for label, sets in (("distinct", xs), ("one_set", [xs[0]] * k)):
+            samples = []
+            for r in range(rounds + 2):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda._sleep(2_000_000)
+                a.record()
+                outs = [fn(x, w) for x in sets]  # every output kept until the batch ends
+                b.record()
+                b.synchronize()
+                del outs
+                if r >= 2:
+                    samples.append(a.elapsed_time(b) / k)
+            row[f"{label}_ms"] = round(statistics.median(samples), 5)
+        rows.append(row)
+        print(f"K {k:3d} ({row['footprint_mib']:6d} MiB): distinct {row['distinct_ms']:.4f} ms, "
+              f"one set {row['one_set_ms']:.4f} ms", flush=True)
+        del xs
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--task", required=True)
@@ -122,6 +163,7 @@ def main() -> None:
     ap.add_argument("--judgements", type=int, default=4)
     ap.add_argument("--judge-timeout", type=float, default=120.0)
     ap.add_argument("--spacers", default="0,2,6,64,258,1030,4098")
+    ap.add_argument("--footprints", default="", help="batch sizes K for part C, e.g. 1,2,4,8,16,28")
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", required=True)
     a = ap.parse_args()
@@ -135,6 +177,9 @@ def main() -> None:
     medians = [statistics.median(r["medians_ms"]) for r in result["placements"]]
     result["across_placements_spread_pct"] = round(spread_pct(medians), 3)
     (out / "placement_diag.json").write_text(json.dumps(result, indent=1))
+    if a.footprints:
+        result["footprints"] = footprints(a.kernel, a.entry, shape, [int(k) for k in a.footprints.split(",")], 10)
+        (out / "placement_diag.json").write_text(json.dumps(result, indent=1))
     result["judgements"] = judgements(a.task, a.kernel, a.judgements, a.judge_timeout)
     result["judgement_spreads"] = judgement_spreads(result["judgements"])
     (out / "placement_diag.json").write_text(json.dumps(result, indent=1))
