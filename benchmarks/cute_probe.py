@@ -10,7 +10,9 @@ deadline, so the first feature that hangs shows:
 3. ``store_dynamic``: the same with ``mark_layout_dynamic`` tensors;
 4. ``loop``: a strided loop over a dynamic row length (no shared memory, no barrier);
 5. ``warp_reduce``, ``barrier_only``, ``smem_only``: a warp reduction, a CTA barrier, shared
-   memory (``SmemAllocator``), each alone;
+   memory (``SmemAllocator``), each alone; ``if_only`` (a reduction and a lane-0 branch),
+   ``smem_if`` (that branch writing shared memory, no barrier), ``smem_noif`` (every lane
+   writes, then a barrier), ``smem_unrolled`` (the three together, the read loop unrolled);
 6. ``smem_barrier``: the three together (no loop), and ``smem_sized`` the same launched with
    an explicit shared-memory size;
 7. ``template``: the built-in ``rownorm_cute`` at 16 x 256.
@@ -19,7 +21,8 @@ deadline, so the first feature that hangs shows:
     python3 benchmarks/cute_probe.py --compile-only ...    # here, without a GPU: sm_90a compile
 
 Writes OUT/cute_probe.json (device, date, versions, commit, per probe: finished, seconds,
-values right, the child's last lines).
+values right, the child's last lines; a probe that hangs dumps its Python stack to stderr
+eight seconds before the deadline).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 CHILD = r'''
-import sys, time
+import faulthandler, os, sys, time
 import torch
 import cuda.bindings.driver as cuda
 import cutlass
@@ -45,6 +48,8 @@ import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
 
 probe, device = sys.argv[1], sys.argv[2]
+if os.environ.get("PROBE_DUMP_S"):  # where a hung probe is stuck, on stderr before it is killed
+    faulthandler.dump_traceback_later(float(os.environ["PROBE_DUMP_S"]))
 
 
 @cute.kernel
@@ -94,6 +99,71 @@ def k_smem(mX: cute.Tensor, mY: cute.Tensor):
 @cute.jit
 def j_smem(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
     k_smem(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.kernel
+def k_if_only(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    v = cute.arch.warp_reduction_sum(mX[tidx])
+    if cute.arch.lane_idx() == 0:
+        mY[cute.arch.warp_idx()] = v
+
+
+@cute.jit
+def j_if_only(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_if_only(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.kernel
+def k_smem_noif(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    smem = cutlass.utils.SmemAllocator()
+    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(4), byte_alignment=16)
+    v = cute.arch.warp_reduction_sum(mX[tidx])
+    partial[cute.arch.warp_idx()] = v
+    cute.arch.barrier()
+    total = cutlass.Float32(0.0)
+    for w in cutlass.range_constexpr(4):
+        total += partial[w]
+    mY[tidx] = total
+
+
+@cute.jit
+def j_smem_noif(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_smem_noif(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.kernel
+def k_smem_if(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    smem = cutlass.utils.SmemAllocator()
+    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(4), byte_alignment=16)
+    v = cute.arch.warp_reduction_sum(mX[tidx])
+    if cute.arch.lane_idx() == 0:
+        partial[cute.arch.warp_idx()] = v
+    mY[tidx] = v
+
+
+@cute.jit
+def j_smem_if(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_smem_if(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
+
+
+@cute.kernel
+def k_smem_unrolled(mX: cute.Tensor, mY: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    smem = cutlass.utils.SmemAllocator()
+    partial = smem.allocate_tensor(cutlass.Float32, cute.make_layout(4), byte_alignment=16)
+    v = cute.arch.warp_reduction_sum(mX[tidx])
+    if cute.arch.lane_idx() == 0:
+        partial[cute.arch.warp_idx()] = v
+    cute.arch.barrier()
+    mY[tidx] = partial[0] + partial[1] + partial[2] + partial[3]
+
+
+@cute.jit
+def j_smem_unrolled(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    k_smem_unrolled(mX, mY).launch(grid=(1, 1, 1), block=(128, 1, 1), stream=stream)
 
 
 @cute.kernel
@@ -156,7 +226,11 @@ def compiled_call(jit, *args):
 
 PAIRS = {"warp_reduce": (j_warp, lambda x: x.view(4, 32).sum(1).repeat_interleave(32)),
          "barrier_only": (j_barrier, lambda x: x * 2), "smem_only": (j_smem_only, lambda x: x * 2),
-         "smem_sized": (j_smem_sized, lambda x: x.sum().expand(128))}
+         "smem_sized": (j_smem_sized, lambda x: x.sum().expand(128)),
+         "if_only": (j_if_only, lambda x: torch.cat([x.view(4, 32).sum(1), torch.zeros(124, device=x.device)])),
+         "smem_noif": (j_smem_noif, lambda x: x.sum().expand(128)),
+         "smem_if": (j_smem_if, lambda x: x.view(4, 32).sum(1).repeat_interleave(32)),
+         "smem_unrolled": (j_smem_unrolled, lambda x: x.sum().expand(128))}
 if probe == "store":
     cute.compile(j_store, from_dlpack(y))(from_dlpack(y))
     want = torch.arange(128, device=device, dtype=torch.float32)
@@ -205,7 +279,7 @@ if device == "cuda":
     print("right", bool(torch.allclose(y.float(), want.float(), atol=2e-2, rtol=2e-2)), flush=True)
 '''
 PROBES = ("store", "store_stream", "store_dynamic", "loop", "warp_reduce", "barrier_only", "smem_only",
-          "smem_barrier", "smem_sized", "template")
+          "smem_barrier", "smem_sized", "if_only", "smem_noif", "smem_if", "smem_unrolled", "template")
 
 
 def run_probe(probe: str, device: str, deadline: float, env: dict, child: Path) -> dict:
@@ -216,7 +290,8 @@ def run_probe(probe: str, device: str, deadline: float, env: dict, child: Path) 
         out, err, rc = proc.stdout, proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        err, rc = "timed out", None
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        err, rc = "timed out; " + err, None
     lines = out.splitlines()
     return {"probe": probe, "rc": rc, "seconds": round(time.perf_counter() - start, 2),
             "compiled": any(x.startswith("compiled") for x in lines),
@@ -233,7 +308,7 @@ def main() -> None:
     ap.add_argument("--compile-only", action="store_true", help="CPU tensors, sm_90a (no GPU needed)")
     ap.add_argument("--probes", default=",".join(PROBES))
     a = ap.parse_args()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PROBE_DUMP_S": str(max(1.0, a.deadline - 8)), "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     device = "cpu" if a.compile_only else "cuda"
     if a.compile_only:
         env["CUTE_DSL_ARCH"] = "sm_90a"

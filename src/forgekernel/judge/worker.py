@@ -300,6 +300,7 @@ def _result(session: Any, status: Any, reason: str, details: dict[str, Any],
         "kernel_cache_files": session.cand.ex.cache_restored if session.cand is not None else 0,
         "library_kernels": session.library_kernels,
         "sandbox": session.cand.sandbox if session.cand is not None else "",
+        "measured_copy_tbs": session.ceilings.bandwidth_by_mib if session.ceilings is not None else None,
         **session.launch_summary(),
     }
     if "profile" in details:
