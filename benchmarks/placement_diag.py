@@ -11,6 +11,10 @@ B. In this one process, the same kernel on its largest workload timed at several
    batches of K calls (CUDA events around each batch, L2 flushed by the batch's own size).
    Placement matters where the medians' spread across placements exceeds the spread of
    repeated timings at one placement.
+D. ``--reps-list``: judgements through the Python API with K fixed (``JudgeOptions(reps=K)``)
+   for each K listed: where the candidate's spread between judgements shrinks as 1/K, a
+   fixed cost per batch that differs between processes (the gate's latency) explains it;
+   where it stays, the calls themselves run at a speed that differs between processes.
 C. In this one process, the footprint a batch touches: batches of K calls, each call on its
    own input set and keeping its output (as the judge's gated batches do, on a pool larger
    than the L2), for several K, against batches of the same K calls on one input set. Where
@@ -59,6 +63,24 @@ def judgements(task: str, kernel: str, n: int, timeout_s: float) -> list[dict]:
                                     "reference_ms": w.get("reference_ms")}
                                    for w in v["workloads"] if w.get("median_ms") is not None]})
         print(f"judgement {len(rows)}: {v['status']} speedup {v.get('speedup')} ({wall:.1f} s)", flush=True)
+    return rows
+
+
+def judgements_at(task: str, kernel: str, n: int, reps: int) -> list[dict]:
+    """``n`` judgements with K = ``reps`` calls a batch (each a fresh verifier and executor)."""
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    rows = []
+    for _ in range(n):
+        start = time.perf_counter()
+        v = judge(load_task(REPO / task), REPO / kernel, make_runner("local"), JudgeOptions(reps=reps))
+        rows.append({"status": v.status.value, "reps": reps, "wall_s": round(time.perf_counter() - start, 2),
+                     "speedup": v.speedup, "tails": v.profile.get("tails"),
+                     "workloads": [{"axes": w.axes, "median_ms": w.median_ms, "spread_ms": w.spread_ms,
+                                    "reference_ms": w.reference_ms} for w in v.workloads if w.median_ms]})
+        print(f"reps {reps}: {v.status.value} speedup {v.speedup} ({rows[-1]['wall_s']} s)", flush=True)
     return rows
 
 
@@ -161,9 +183,12 @@ def main() -> None:
     ap.add_argument("--entry", required=True)
     ap.add_argument("--shape", default="16384,8192")
     ap.add_argument("--judgements", type=int, default=4)
+    ap.add_argument("--no-cli-judgements", dest="judgements_cli", action="store_false",
+                    help="skip part A (forge judge runs)")
     ap.add_argument("--judge-timeout", type=float, default=120.0)
     ap.add_argument("--spacers", default="0,2,6,64,258,1030,4098")
     ap.add_argument("--footprints", default="", help="batch sizes K for part C, e.g. 1,2,4,8,16,28")
+    ap.add_argument("--reps-list", default="", help="part D: K values, e.g. 8,32")
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", required=True)
     a = ap.parse_args()
@@ -180,7 +205,15 @@ def main() -> None:
     if a.footprints:
         result["footprints"] = footprints(a.kernel, a.entry, shape, [int(k) for k in a.footprints.split(",")], 10)
         (out / "placement_diag.json").write_text(json.dumps(result, indent=1))
-    result["judgements"] = judgements(a.task, a.kernel, a.judgements, a.judge_timeout)
+    for reps in [int(r) for r in a.reps_list.split(",") if r]:
+        rows = judgements_at(a.task, a.kernel, a.judgements, reps)
+        result.setdefault("fixed_k", []).append({"reps": reps, "judgements": rows,
+                                                 "spreads": judgement_spreads(rows)})
+        (out / "placement_diag.json").write_text(json.dumps(result, indent=1))
+        for s in result["fixed_k"][-1]["spreads"]:
+            print(f"K={reps} {s['axes']}: candidate {s['candidate_spread_pct']} % reference "
+                  f"{s['reference_spread_pct']} %", flush=True)
+    result["judgements"] = judgements(a.task, a.kernel, a.judgements, a.judge_timeout) if a.judgements_cli else []
     result["judgement_spreads"] = judgement_spreads(result["judgements"])
     (out / "placement_diag.json").write_text(json.dumps(result, indent=1))
     print(f"across placements: {result['across_placements_spread_pct']} % "
