@@ -59,6 +59,8 @@ class Axis:
     doubled: Probe | None = None
     tied: tuple[Constant, ...] = ()
     """Other constants of the same value that only change together with this one."""
+    smoke_scaled: bool = False
+    """A semantic constant that only the smoke workloads scale (:func:`promote_for_smoke`)."""
     follows: Axis | None = None
     """A semantic constant that divides one size axis (num_groups of the channels): it keeps
     the problem's ratio to that axis in every workload instead of staying pinned."""
@@ -214,6 +216,35 @@ def analyse(look: Look, base: Probe, consts: list[Constant]) -> list[Axis]:
     return axes
 
 
+SHAPE_ONLY = ("changing it changes only a parameter's shape",
+              "changing it changes shapes, but no input or output dimension follows it")
+"""Why a pinned constant may still be scaled in smoke workloads: it sets shapes (a table's
+rows, a frame's length), not a count of layers, a kernel's geometry or a value."""
+
+
+def promote_for_smoke(look: Look, axes: list[Axis]) -> list[Axis]:
+    """Pinned constants that only shape tensors (:data:`SHAPE_ONLY`, not named like a kernel's
+    geometry, at least SMOKE_MIN_SIZE) become size axes that the smoke workloads alone scale:
+    for a problem whose size axes cannot make it small (an embedding table of 100000 rows, a
+    DFT basis of the frame length). The GPU workloads keep their values. Returns them."""
+    promoted = []
+    for a in axes:
+        if (not a.size and a.follows is None and a.why.startswith(SHAPE_ONLY)
+                and not SEMANTIC.search(a.const.name) and a.const.value >= SMOKE_MIN_SIZE):
+            a.size, a.smoke_scaled = True, True
+            a.why += "; scaled in the smoke workloads only (nothing else makes the problem small)"
+            a.multiple_of = find_multiple(look, a)
+            promoted.append(a)
+    return promoted
+
+
+def demote(axes: list[Axis]) -> None:
+    """Undo :func:`promote_for_smoke` (it did not help)."""
+    for a in axes:
+        a.size, a.smoke_scaled, a.multiple_of = False, False, 1
+        a.why = a.why.split("; scaled in the smoke")[0]
+
+
 def _fits(p: Probe, elements: int) -> bool:
     return p.max_elements() <= elements and p.flops <= SMOKE_FLOPS
 
@@ -251,7 +282,7 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
         for a in sizes:
             name = a.const.axis
             nv = _down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2)
-            if nv >= cur[name] or (aim and nv < floor):
+            if nv >= cur[name] or (aim and nv < floor) or (a.smoke_scaled and nv < SMOKE_MIN_SIZE):
                 continue
             q = look(_overrides(axes, {**cur, name: nv}))
             if q.ok:
@@ -272,7 +303,7 @@ def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str,
     cur, probed = dict(values), None
     for a in axes:
         name, step, v = a.const.axis, a.multiple_of, values.get(a.const.axis)
-        if not a.size or v is None or v < 3:
+        if not a.size or a.smoke_scaled or v is None or v < 3:  # one smoke-scaled value in all
             continue
         for cand in range(max(step, (v * 3 // 4) // step * step), v + 1, step):
             if cand & (cand - 1) and (step > 1 or cand % 2):

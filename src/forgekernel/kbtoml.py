@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from forgekernel.kbaxes import Axis
@@ -124,17 +125,22 @@ def _scalar_dtype(item: Input) -> str:
     return {"bool": "bool", "int": "int64"}.get(item.dtype, "float64")
 
 
-def _axis_lines(axes: list[Axis]) -> list[str]:
+def _axis_lines(axes: list[Axis], smoke: list[dict[str, int]] = ()) -> list[str]:
     lines = ["[axes]"]
     for a in axes:
         c = a.const
-        what = "a size" if a.size else f"semantic, kept at the problem's ratio to " \
+        what = f"semantic, pinned at {c.value} but in smoke workloads" if a.smoke_scaled else \
+            "a size" if a.size else f"semantic, kept at the problem's ratio to " \
             f"{a.follows.const.axis}" if a.follows else f"semantic, pinned at {c.value}"
         where = f"literal {c.value} #{c.name[len(LITERAL):]} in get_inputs()" \
             if c.name.startswith(LITERAL) else f"module constant {c.ref}"
         parts = [f"description = {json.dumps(f'{where} ({what}: {a.why})')}"]
         if a.follows is not None:
             parts.append(f'follows = "{a.follows.const.axis}"')
+        elif a.smoke_scaled:
+            low = min((w[c.axis] for w in smoke if c.axis in w), default=c.value)
+            parts += [f"min = {low}", f"max = {c.value}", "smoke_scaled = true"]
+            parts += [f"multiple_of = {a.multiple_of}"] if a.multiple_of > 1 else []
         elif not a.size:
             parts += [f"min = {c.value}", f"max = {c.value}"]
         elif a.multiple_of > 1:
@@ -217,6 +223,26 @@ def _judge_lines(problem: Any) -> list[str]:
             f"hidden = {'true' if sizes else 'false'}", ""]
 
 
+def own_values_in_smoke(toml_path: Path, task: Any) -> bool:
+    """Set every workload's smoke-scaled axes (``AxisSpec.smoke_scaled``) to the problem's own
+    values, in a run's copy of task.toml for a GPU delivery: there the smoke workloads are
+    quick checks at small sizes of the other axes, and a kernel lowered for the GPU workload
+    (the reference may read such a constant as a plain int) serves them. Returns whether
+    anything changed."""
+    scaled = {name: spec.max for name, spec in task.axes.items() if spec.smoke_scaled}
+    if not scaled:
+        return False
+    text = toml_path.read_text()
+    head, *blocks = text.split("[[workload]]")
+    for i, block in enumerate(blocks):
+        for name, value in scaled.items():
+            block = re.sub(rf"^{re.escape(name)}\s*=\s*\d+\s*$", f"{name} = {value}", block, flags=re.M)
+        blocks[i] = block
+    new = "[[workload]]".join([head, *blocks])
+    toml_path.write_text(new)
+    return new != text
+
+
 def render(problem: Any) -> str:
     """The whole task.toml of a :class:`forgekernel.kernelbench.Problem`."""
     src = problem.src
@@ -232,7 +258,7 @@ def render(problem: Any) -> str:
              'arch = "sm90"', 'language = "triton"',
              '# family: the built-in agent classifies the operator by tracing it', 'family = "other"',
              'format = "kernelbench"', ""]
-    lines += _axis_lines(problem.axes)
+    lines += _axis_lines(problem.axes, problem.smoke)
     lines += _input_lines(problem, shapes)
     lines += _output_lines(problem, shapes)
     lines += _workload_lines(problem)

@@ -158,6 +158,13 @@ def _analyse(src: Path, text: str, module: ModuleType) -> Problem:
         # literals become axes too (torch.rand(batch_size, 3, 224, 224))
         problem.axes = axes + kbaxes.analyse(look, base, kbsource.literals(text))
         _workloads(problem, look)
+    if not problem.smoke and not problem.own_is_smoke:
+        promoted = kbaxes.promote_for_smoke(look, problem.axes)
+        if promoted:
+            _workloads(problem, look)
+            if not problem.smoke:
+                kbaxes.demote(promoted)
+                _workloads(problem, look)
     if not forward:
         _outputs_for_real(problem, first.forward_error)
     return problem

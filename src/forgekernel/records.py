@@ -80,14 +80,14 @@ class AxisSpec(Record):
     max: int | None = None
     multiple_of: int = 1
     constant: str | None = None
-    """KernelBench tasks: the module constant(s) this axis sets, ``name`` or ``name[i]`` for
-    element i of a tuple constant, several separated by commas when they must stay equal
-    (default: the constant named like the axis)."""
+    """KernelBench tasks: the module constant(s) this axis sets, ``name`` or ``name[i]`` (element i
+    of a tuple), several comma-separated when they must stay equal (default: named like the axis)."""
     follows: str | None = None
-    """KernelBench tasks: the size axis this semantic constant keeps its ratio to (num_groups
-    to the channels it divides): every workload sets it to that axis's value times the ratio
-    of the first workload, so a scaled-down workload keeps the problem's structure; hidden
-    workloads derive it and never vary it alone."""
+    """KernelBench tasks: the size axis this semantic constant keeps its ratio to (num_groups to
+    the channels it divides) in every workload, as in the first; hidden ones never vary it alone."""
+    smoke_scaled: bool = False
+    """KernelBench: a semantic constant only smoke workloads scale (in min..max; nothing else made
+    the problem small); other workloads keep it at max, hidden ones never vary it."""
 
 
 class TensorSpec(Record):

@@ -196,11 +196,16 @@ def _check_workloads(task: TaskSpec, where: str) -> None:
                                              or task.axes[spec.follows].follows is not None):
                 raise TaskError(f"{where}: axis '{a}' follows '{spec.follows}', which is not "
                                 "an axis of its own")
+            if spec.smoke_scaled and spec.max is None:
+                raise TaskError(f"{where}: axis '{a}' is smoke_scaled but has no max (the problem's value)")
             if spec.follows is not None and (derived is None or derived[a] != w.axes[a]):
                 raise TaskError(f"{where}: workload[{i}].{a} = {w.axes[a]} does not keep the "
                                 f"first workload's ratio to '{spec.follows}'")
         for a, v in w.axes.items():
             spec = task.axes[a]
+            if spec.smoke_scaled and not w.smoke and v != spec.max:
+                raise TaskError(f"{where}: workload[{i}].{a} = {v}: axis '{a}' is scaled in smoke "
+                                f"workloads only; every other workload keeps it at {spec.max}")
             if v < spec.min or (spec.max is not None and v > spec.max) or v % spec.multiple_of:
                 rules = [f">= {spec.min}"] + ([f"<= {spec.max}"] if spec.max is not None else [])
                 rules += [f"a multiple of {spec.multiple_of}"] if spec.multiple_of > 1 else []

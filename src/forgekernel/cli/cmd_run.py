@@ -221,7 +221,7 @@ def _create(target: Path, settings: Any, out: Path | None, language: str | None 
                        "interpreter) judges smoke workloads only (its task.toml says why); run it on a "
                        "GPU delivery (local, ssh, ray)")
         check_reference(task)  # a misbehaving reference is one line, before anything is made
-        root = rundir.create(task_dir, settings, out, languages=_languages(language) or None)
+        root = rundir.create(task_dir, settings, out, languages=_languages(language) or None, gpu=delivery != "cpu")
     typer.echo(f"created run dir {root}")
     return root
 

@@ -49,7 +49,7 @@ def _size(task: TaskSpec, w: Workload) -> int:
 def _variants(task: TaskSpec, base: dict[str, int], rng: random.Random) -> list[dict[str, int]]:
     unit, plus, odd = [], dict(base), dict(base)
     for name, spec in task.axes.items():
-        if spec.follows is not None:  # derived from the axis it follows, below
+        if spec.follows is not None or spec.smoke_scaled:  # derived below; never varied
             continue
         v = base[name]
         low = max(spec.min, spec.multiple_of)

@@ -182,13 +182,16 @@ def is_run_dir(path: Path) -> bool:
 
 
 def create(task_path: Path, settings: Settings, out: Path | None = None,
-           languages: list[str] | None = None) -> Path:
+           languages: list[str] | None = None, gpu: bool = False) -> Path:
     """Make a run dir for the task at ``task_path`` and return its path.
 
     ``out`` names the directory (it must not exist or be empty); by default it is
     ``<settings.artifacts>/<task>_<stamp>``. ``languages`` (the first one the run's own)
-    replace the task's in the run's copy of task.toml.
+    replace the task's in the run's copy of task.toml. ``gpu``: the run judges on a GPU, so
+    the copy's smoke workloads keep smoke-scaled axes at the problem's own values
+    (:func:`forgekernel.kbtoml.own_values_in_smoke`).
     """
+    from forgekernel import kbtoml
     from forgekernel.run import workspace
 
     task = load_task(task_path)
@@ -202,6 +205,8 @@ def create(task_path: Path, settings: Settings, out: Path | None = None,
         shutil.copytree(task.root, rd.task_dir, ignore=shutil.ignore_patterns(*IGNORED))
         if languages:
             set_languages(rd.task_dir / "task.toml", languages)
+            task = load_task(rd.task_dir)
+        if gpu and kbtoml.own_values_in_smoke(rd.task_dir / "task.toml", task):
             task = load_task(rd.task_dir)
         atomic_write(rd.run_toml, tomli_w.dumps(run_config(task, settings)))
         rd.candidates.mkdir()

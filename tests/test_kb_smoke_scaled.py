@@ -1,0 +1,101 @@
+"""KernelBench conversion: a pinned constant that only shapes a table (an embedding's
+vocabulary) is scaled in the smoke workloads when nothing else makes the problem small, and
+stays at the problem's value in every other workload, hidden ones included."""
+
+from __future__ import annotations
+
+import random
+import tomllib
+
+import pytest
+
+from forgekernel.errors import ForgeError
+from forgekernel.judge.inputs import hidden_workloads
+from forgekernel.kbaxes import SMOKE_ELEMENTS
+from forgekernel.kernelbench import convert
+from forgekernel.task import load_task
+
+PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.table = nn.Embedding(vocab // 3 + vocab // 5 + 2, dim)
+
+    def forward(self, ids):
+        return self.table(torch.remainder(ids, self.table.num_embeddings)).sum(1)
+
+
+batch = 16
+fields = 8
+vocab = 300000
+dim = 32
+
+
+def get_inputs():
+    return [torch.randint(0, 2 ** 30, (batch, fields))]
+
+
+def get_init_inputs():
+    return [vocab, dim]
+'''
+
+
+def test_a_table_size_is_scaled_in_smoke_workloads_only(tmp_path):
+    """The table (160002 x 32 at the problem's sizes) has a row count that is a function of
+    vocab, so vocab is pinned as semantic; no scaling of batch, fields and dim brought it under
+    the smoke limit, and the CPU delivery had nothing to judge (our operator 141's case)."""
+    src = tmp_path / "vocab_table.py"
+    src.write_text(PROBLEM)
+    toml = convert(src, tmp_path / "t") / "task.toml"
+    raw = tomllib.loads(toml.read_text())
+    spec = raw["axes"]["vocab"]
+    assert spec["smoke_scaled"] is True and spec["max"] == 300000 and spec["min"] < 300000
+    task = load_task(toml.parent)
+    smoke = task.smoke_workloads()
+    assert smoke and all(w.axes["vocab"] < 300000 for w in smoke)
+    for w in smoke:  # the table now fits the interpreter
+        rows = w.axes["vocab"] // 3 + w.axes["vocab"] // 5 + 2
+        assert rows * w.axes["dim"] <= SMOKE_ELEMENTS
+    big = [w for w in task.workloads if not w.smoke]
+    assert [w.axes["vocab"] for w in big] == [300000]
+    hidden = hidden_workloads(task, task.workloads, large=True, rng=random.Random(0))
+    assert hidden
+    smoke_values = {w.axes["vocab"] for w in smoke}
+    for h in hidden:  # never varied: the smoke value or the problem's own
+        assert h.axes["vocab"] in smoke_values | {300000}
+
+
+def test_a_non_smoke_workload_must_keep_a_smoke_scaled_axis_at_its_value(tmp_path):
+    src = tmp_path / "vocab_table.py"
+    src.write_text(PROBLEM)
+    toml = convert(src, tmp_path / "t") / "task.toml"
+    text = toml.read_text()
+    first = text.index("vocab = 300000", text.index("[[workload]]"))
+    toml.write_text(text[:first] + "vocab = 299999" + text[first + len("vocab = 300000"):])
+    with pytest.raises(ForgeError, match="scaled in smoke workloads only"):
+        load_task(toml.parent)
+
+
+def test_a_gpu_run_keeps_the_problems_own_value_in_its_smoke_workloads(tmp_path):
+    """The lowering specialises to such a constant when the reference reads it as a plain int
+    (a frame length in unfold()), so one kernel cannot serve smoke workloads at 50 and the GPU
+    workload at 400 (operator 137: 'input has shape (50,), expected (100,)'). A GPU run's copy
+    of task.toml keeps the problem's own value in every workload; a CPU run's keeps the scaled
+    one, and the user's task.toml is never touched."""
+    from forgekernel.config import Settings
+    from forgekernel.run import rundir
+
+    src = tmp_path / "vocab_table.py"
+    src.write_text(PROBLEM)
+    task_dir = convert(src, tmp_path / "t")
+    before = (task_dir / "task.toml").read_text()
+    gpu = load_task(rundir.create(task_dir, Settings(delivery="local"), tmp_path / "gpu", gpu=True) / "task")
+    cpu = load_task(rundir.create(task_dir, Settings(delivery="cpu"), tmp_path / "cpu") / "task")
+    assert gpu.smoke_workloads() and {w.axes["vocab"] for w in gpu.workloads} == {300000}
+    assert {w.axes["vocab"] for w in cpu.smoke_workloads()} == {w.axes["vocab"] for w in load_task(task_dir).smoke_workloads()}
+    assert all(w.axes["vocab"] < 300000 for w in cpu.smoke_workloads())
+    assert (task_dir / "task.toml").read_text() == before
+    assert len({w.axes["vocab"] for w in cpu.smoke_workloads()}) == 1  # one value: one lowering serves them
