@@ -32,9 +32,10 @@ def _rms_row(mX: cute.Tensor, mW: cute.Tensor, mY: cute.Tensor, eps: cutlass.Flo
     for j in cutlass.range(tidx, n, THREADS):
         v = mX[row, j].to(cutlass.Float32)
         acc += v * v
-    acc = cute.arch.warp_reduction_sum(acc)
-    if cute.arch.lane_idx() == 0:
-        partial[cute.arch.warp_idx()] = acc
+    acc = cute.arch.warp_reduction_sum(acc)  # every lane holds the warp's sum
+    # every lane stores it (the same value): a lane-0 branch followed by the barrier never
+    # finished on an H100 or an H200 (nvidia-cutlass-dsl 4.8.1), each part alone did
+    partial[cute.arch.warp_idx()] = acc
     cute.arch.barrier()
     total = cutlass.Float32(0.0)
     for w in cutlass.range_constexpr(WARPS):
