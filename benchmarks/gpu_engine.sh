@@ -10,10 +10,12 @@ MINUTES=${MINUTES:-1.5}
 TASKS=${TASKS:-"rmsnorm softmax swiglu matmul"}
 WORK=${WORK:-/tmp/forge_engine}
 rm -rf "$WORK" && mkdir -p "$WORK"
-for t in $TASKS; do
-  echo "=== forge run tasks/$t (builtin, local, <= $ITER attempts, <= $MINUTES min)"
+for task in $TASKS; do
+  t=$task; i=2  # a task listed twice runs twice, in rmsnorm, rmsnorm_2, ...
+  while [ -e "$WORK/$t.log" ]; do t="${task}_$i"; i=$((i + 1)); done
+  echo "=== forge run tasks/$task (builtin, local, <= $ITER attempts, <= $MINUTES min)"
   start=$(date +%s)
-  timeout -s KILL "${RUN_TIMEOUT:-110}" python3 -m forgekernel.cli run "tasks/$t" --out "$WORK/$t" --delivery local --agent builtin \
+  timeout -s KILL "${RUN_TIMEOUT:-110}" python3 -m forgekernel.cli run "tasks/$task" --out "$WORK/$t" --delivery local --agent builtin \
     --max-iterations "$ITER" --max-minutes "$MINUTES" ${EXTRA_ARGS:-} > "$WORK/$t.log" 2>&1
   rc=$?
   echo "exit $rc after $(( $(date +%s) - start )) s"
