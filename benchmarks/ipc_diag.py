@@ -1,8 +1,9 @@
 """Does a kernel run slower on device memory another process exported (CUDA IPC), and does
 that vary from one importing process to the next?
 
-The judge's executor runs the candidate on inputs in a pool the verifier allocated and
-exported (``forgekernel.judge.ipc``); the candidate's time moved by up to 7 % between
+The judge's executor ran the candidate on inputs in a pool the verifier allocated and
+exported (``forgekernel.judge.ipc``; since 4175e09 the executor allocates and exports its own
+pool, the variant ``own_pool_k_sets_held`` here); the candidate's time moved by up to 7 % between
 judgements while the reference's (the verifier's own memory, three calls a batch) moved
 by 0.4 % at most, and a plain in-process timing of the same kernel on two input sets was
 0.18 ms where the judge said 0.25 ms (``placement_diag.py``). This script separates the
@@ -65,8 +66,14 @@ for wl in spec["workloads"]:
     k = len(xs)
     local = [x.clone() for x in xs]
     two = [xs[i % 2] for i in range(k)]
+    own_slices, own_bytes = ipc.layout(xs)
+    own = ipc.ExportedPool(own_bytes)  # this process's cuMemAlloc'd, exported pool (the executor's way)
+    owned = [own.view(sl) for sl in own_slices]
+    for o, x in zip(owned, xs):
+        o.copy_(x)
     variants = {  # (input sets, outputs held until the batch ends)
-        "imported_k_sets_held": (xs, True),  # the judge's way
+        "imported_k_sets_held": (xs, True),  # the judge's way before 4175e09
+        "own_pool_k_sets_held": (owned, True),  # the judge's way since
         "local_k_sets_held": (local, True),
         "imported_2_sets_held": (two, True),
         "imported_2_sets_freed": (two, False),
@@ -80,7 +87,8 @@ for wl in spec["workloads"]:
                 samples[name].append(ms)
     rows.append({"shape": wl["shape"], "k": k,
                  "median_ms": {n: round(statistics.median(v), 5) for n, v in samples.items()}})
-    del local, variants, two
+    del local, variants, two, owned
+    own.free()
     torch.cuda.empty_cache()
 print(json.dumps(rows))
 """
