@@ -99,3 +99,51 @@ def test_a_gpu_run_keeps_the_problems_own_value_in_its_smoke_workloads(tmp_path)
     assert all(w.axes["vocab"] < 300000 for w in cpu.smoke_workloads())
     assert (task_dir / "task.toml").read_text() == before
     assert len({w.axes["vocab"] for w in cpu.smoke_workloads()}) == 1  # one value: one lowering serves them
+
+
+RATIO = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, hidden, heads, mlp_ratio):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.mlp = nn.Sequential(nn.Linear(hidden, mlp_ratio * hidden), nn.GELU(), nn.Linear(mlp_ratio * hidden, hidden))
+
+    def forward(self, x):
+        b, t, h = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, h // self.heads).unbind(2)
+        a = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        x = x + a.transpose(1, 2).reshape(b, t, h)
+        return x + self.mlp(x)
+
+
+batch = 4
+tokens = 128
+hidden = 1152
+heads = 16
+mlp_ratio = 4
+
+
+def get_inputs():
+    return [torch.randn(batch, tokens, hidden)]
+
+
+def get_init_inputs():
+    return [hidden, heads, mlp_ratio]
+'''
+
+
+def test_an_expansion_ratio_is_not_coupled_to_the_width_it_multiplies(tmp_path):
+    """heads divides hidden (at 17 heads the view fails), so it follows hidden; mlp_ratio
+    multiplies it and runs at any value. Coupled as a divisor as well, it made hidden step by
+    1152 / 4 = 288, and a DiT block (our operator 144) had no smoke workload."""
+    src = tmp_path / "block.py"
+    src.write_text(RATIO)
+    task = load_task(convert(src, tmp_path / "t"))
+    assert task.axes["heads"].follows == "hidden"
+    assert task.axes["mlp_ratio"].follows is None and task.axes["mlp_ratio"].min == task.axes["mlp_ratio"].max == 4
+    assert task.axes["hidden"].multiple_of == 72
+    assert task.smoke_workloads() and all(w.axes["mlp_ratio"] == 4 for w in task.workloads)
