@@ -170,7 +170,7 @@ def _output_lines(problem: Any, shapes: Shapes) -> list[str]:
     lines: list[str] = []
     shapes.fitted = True
     for i, (name, (shape, dtype)) in enumerate(zip(names, problem.outputs, strict=True)):
-        if dtype not in TOLERANCE and dtype not in ("float64", "int64", "int32", "bool", "int8", "uint8"):
+        if dtype not in TOLERANCE and dtype not in ("float64", "int64", "int32", "int16", "bool", "int8", "uint8"):
             return [f"# [outputs] not declared: output {i} has dtype {dtype}", ""]
         dims = shapes.dims(shape, lambda p, i=i: p.outputs[i][0] if p and p.outputs and len(p.outputs) > i else None)
         lines += [f"[outputs.{name}]", f'dtype = "{dtype}"', f"shape = {json.dumps(dims)}", ""]

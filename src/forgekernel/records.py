@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-DTYPES = ("bfloat16", "float16", "float32", "float64", "int8", "uint8", "int32", "int64", "bool")
+DTYPES = ("bfloat16", "float16", "float32", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
 """Element types a task input or output may have (torch names)."""
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1,
-               "int32": 4, "int64": 8, "bool": 1}
+               "int16": 2, "int32": 4, "int64": 8, "bool": 1}
 
 ARCHES = ("sm90", "sm100", "any")
 LANGUAGES = ("triton", "cuda", "cute-dsl")

@@ -243,6 +243,24 @@ def _th_remainder_integer(a, b):
 
 
 @triton.jit
+def _th_frexp(x):
+    """(mantissa, exponent) with x = mantissa * 2**exponent and 0.5 <= |mantissa| < 1, as
+    torch.frexp: zeros, infinities and NaNs keep their value with exponent 0. Float32
+    arithmetic on the bits: the exponent field is read and replaced by that of 0.5;
+    subnormals are scaled by 2**23 first (exact)."""
+    x = x.to(tl.float32)
+    zero = x == 0
+    special = zero | (x != x) | (tl.abs(x) > 3.4028234663852886e38)  # 0, NaN, +-inf
+    safe = tl.where(special, 1.0, x)
+    tiny = tl.abs(safe) < 1.1754943508222875e-38
+    scaled = safe * tl.where(tiny, 8388608.0, 1.0)
+    bits = scaled.to(tl.int32, bitcast=True)
+    exponent = ((bits >> 23) & 0xFF) - 126 - tl.where(tiny, 23, 0)
+    mantissa = ((bits & -2139095041) | 1056964608).to(tl.float32, bitcast=True)  # 0x807FFFFF, 126 << 23
+    return tl.where(special, x, mantissa), tl.where(special, 0, exponent)
+
+
+@triton.jit
 def _th_select_one(x, mask, dim, keep_dims=False):
     picked = tl.where(mask, x, tl.zeros_like(x))
     return tl.sum(picked, dim, keep_dims=keep_dims)
