@@ -147,3 +147,36 @@ def test_an_expansion_ratio_is_not_coupled_to_the_width_it_multiplies(tmp_path):
     assert task.axes["mlp_ratio"].follows is None and task.axes["mlp_ratio"].min == task.axes["mlp_ratio"].max == 4
     assert task.axes["hidden"].multiple_of == 72
     assert task.smoke_workloads() and all(w.axes["mlp_ratio"] == 4 for w in task.workloads)
+
+
+def test_int16_pcm_inputs_convert_and_draw_as_get_inputs_draws_them(tmp_path):
+    """16-bit PCM audio (our operator 150) was refused: 'get_inputs() item 0 has dtype int16'."""
+    from forgekernel import instance
+    from forgekernel.generate.examples import reference_function
+
+    src = tmp_path / "pcm.py"
+    src.write_text('''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, pcm):
+        return pcm.float().mean(1) / 32768.0
+
+
+batch = 4
+channels = 2
+samples = 48000
+
+
+def get_inputs():
+    return [torch.randint(-32768, 32768, (batch, channels, samples), dtype=torch.int16)]
+
+
+def get_init_inputs():
+    return []
+''')
+    task = load_task(convert(src, tmp_path / "t"))
+    assert task.inputs["pcm"].dtype == "int16" and task.smoke_workloads()
+    x = instance.build(task, reference_function(task)[1], task.smoke_workloads()[0], device="cpu", seed=0).inputs[0]
+    assert x.dtype.is_floating_point is False and str(x.dtype) == "torch.int16" and int(x.abs().max()) > 1000
