@@ -202,7 +202,7 @@ def _prepare(chain: Chain, k: int, data: dict[str, Any], parts: Parts, opts: Cha
     shutil.rmtree(tmp, ignore_errors=True)
     settings = parts.settings.model_copy(update={"delivery": opts.delivery, "agent": opts.agent,
                                                  "architect": opts.architect, "model": opts.model or None})
-    rundir.create(chain.task_dir, settings, tmp)
+    rundir.create(chain.task_dir, settings, tmp, gpu=getattr(parts.runner, "name", "cpu") != "cpu")
     rd = rundir.RunDir(tmp)
     cfg = rd.config.data()
     if opts.max_iterations is not None:
