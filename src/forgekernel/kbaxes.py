@@ -59,6 +59,9 @@ class Axis:
     doubled: Probe | None = None
     tied: tuple[Constant, ...] = ()
     """Other constants of the same value that only change together with this one."""
+    shapes_only: bool = False
+    """A semantic constant that only shapes tensors (a parameter's shape, or shapes no input or
+    output dimension follows): :func:`promote_for_smoke` may scale it."""
     smoke_scaled: bool = False
     """A semantic constant that only the smoke workloads scale (:func:`promote_for_smoke`)."""
     follows: Axis | None = None
@@ -120,9 +123,10 @@ def _judge(const: Constant, base: Probe, p: Probe, alt: int, tied: tuple = ()) -
     if _same_io(base, p):
         what = "a parameter's shape" if p.params != base.params else \
             "get_init_inputs() values" if p.init != base.init else "input values"
-        return Axis(const, False, f"changing it changes only {what}", doubled=p)
+        return Axis(const, False, f"changing it changes only {what}", doubled=p,
+                    shapes_only=p.params != base.params)
     return Axis(const, False, "changing it changes shapes, but no input or output dimension "
-                "follows it", doubled=p)
+                "follows it", doubled=p, shapes_only=True)
 
 
 def classify(look: Look, base: Probe, const: Constant, others: list[Constant] = ()) -> Axis | None:
@@ -229,23 +233,17 @@ def analyse(look: Look, base: Probe, consts: list[Constant]) -> list[Axis]:
     return axes
 
 
-SHAPE_ONLY = ("changing it changes only a parameter's shape",
-              "changing it changes shapes, but no input or output dimension follows it")
-"""Why a pinned constant may still be scaled in smoke workloads: it sets shapes (a table's
-rows, a frame's length), not a count of layers, a kernel's geometry or a value."""
-
-
 def promote_for_smoke(look: Look, axes: list[Axis]) -> list[Axis]:
-    """Pinned constants that only shape tensors (:data:`SHAPE_ONLY`, not named like a kernel's
-    geometry, at least SMOKE_MIN_SIZE) become size axes that the smoke workloads alone scale:
+    """Pinned constants that only shape tensors (``Axis.shapes_only``: a table's rows, a frame's
+    length; not a count of layers or a value; not named like a kernel's geometry; at least
+    SMOKE_MIN_SIZE) become size axes that the smoke workloads alone scale:
     for a problem whose size axes cannot make it small (an embedding table of 100000 rows, a
     DFT basis of the frame length). The GPU workloads keep their values. Returns them."""
     promoted = []
     for a in axes:
-        if (not a.size and a.follows is None and a.why.startswith(SHAPE_ONLY)
+        if (not a.size and a.follows is None and a.shapes_only
                 and not SEMANTIC.search(a.const.name) and a.const.value >= SMOKE_MIN_SIZE):
             a.size, a.smoke_scaled = True, True
-            a.why += "; scaled in the smoke workloads only (nothing else makes the problem small)"
             a.multiple_of = find_multiple(look, a)
             promoted.append(a)
     return promoted
@@ -255,7 +253,6 @@ def demote(axes: list[Axis]) -> None:
     """Undo :func:`promote_for_smoke` (it did not help)."""
     for a in axes:
         a.size, a.smoke_scaled, a.multiple_of = False, False, 1
-        a.why = a.why.split("; scaled in the smoke")[0]
 
 
 def _fits(p: Probe, elements: int) -> bool:

@@ -129,7 +129,8 @@ def _axis_lines(axes: list[Axis], smoke: list[dict[str, int]] = ()) -> list[str]
     lines = ["[axes]"]
     for a in axes:
         c = a.const
-        what = f"semantic, pinned at {c.value} but in smoke workloads" if a.smoke_scaled else \
+        what = f"semantic, pinned at {c.value} but scaled in smoke workloads, as nothing else makes " \
+            "the problem small" if a.smoke_scaled else \
             "a size" if a.size else f"semantic, kept at the problem's ratio to " \
             f"{a.follows.const.axis}" if a.follows else f"semantic, pinned at {c.value}"
         where = f"literal {c.value} #{c.name[len(LITERAL):]} in get_inputs()" \
@@ -239,8 +240,10 @@ def own_values_in_smoke(toml_path: Path, task: Any) -> bool:
             block = re.sub(rf"^{re.escape(name)}\s*=\s*\d+\s*$", f"{name} = {value}", block, flags=re.M)
         blocks[i] = block
     new = "[[workload]]".join([head, *blocks])
+    if new == text:
+        return False
     toml_path.write_text(new)
-    return new != text
+    return True
 
 
 def render(problem: Any) -> str:
