@@ -15,7 +15,8 @@ deadline, so the first feature that hangs shows:
    writes, then a barrier), ``smem_unrolled`` (the three together, the read loop unrolled);
 6. ``smem_barrier``: the three together (no loop), and ``smem_sized`` the same launched with
    an explicit shared-memory size;
-7. ``template``: the built-in ``rownorm_cute`` at 16 x 256.
+7. ``template``: the built-in ``rownorm_cute`` at 16 x 256 (16-byte vector copies);
+   ``template_odd`` at 16 x 250 (the width-1 kernel).
 
     python3 benchmarks/cute_probe.py --out $OUT/cute_probe --commit SHA [--deadline 60]
     python3 benchmarks/cute_probe.py --compile-only ...    # here, without a GPU: sm_90a compile
@@ -257,7 +258,7 @@ elif probe in PAIRS:
     a, b = from_dlpack(x), from_dlpack(y)
     compiled_call(PAIRS[probe][0], a, b, stream_of(x))
     want = PAIRS[probe][1](x)
-elif probe == "template":
+elif probe in ("template", "template_odd"):
     from forgekernel import templates
     import importlib.util, tempfile
     from pathlib import Path
@@ -267,8 +268,9 @@ elif probe == "template":
     spec = importlib.util.spec_from_file_location("k", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    x = torch.randn(16, 256, device=device, dtype=torch.bfloat16)
-    w = torch.randn(256, device=device, dtype=torch.bfloat16)
+    n = 256 if probe == "template" else 250  # 250: no 16-byte chunks, the width-1 kernel
+    x = torch.randn(16, n, device=device, dtype=torch.bfloat16)
+    w = torch.randn(n, device=device, dtype=torch.bfloat16)
     y = mod.rmsnorm(x, w)
     h = x.float()
     want = ((h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * w)
@@ -279,7 +281,8 @@ if device == "cuda":
     print("right", bool(torch.allclose(y.float(), want.float(), atol=2e-2, rtol=2e-2)), flush=True)
 '''
 PROBES = ("store", "store_stream", "store_dynamic", "loop", "warp_reduce", "barrier_only", "smem_only",
-          "smem_barrier", "smem_sized", "if_only", "smem_noif", "smem_if", "smem_unrolled", "template")
+          "smem_barrier", "smem_sized", "if_only", "smem_noif", "smem_if", "smem_unrolled", "template",
+          "template_odd")
 
 
 def run_probe(probe: str, device: str, deadline: float, env: dict, child: Path) -> dict:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "src"))
 POINTS = {
     "rownorm_row": [{}],
     "rownorm_cuda": [{}, {"THREADS": 256, "VEC": 8}, {"THREADS": 0, "VEC": 4}],
-    "rownorm_cute": [{"THREADS": 128}, {"THREADS": 256}, {"THREADS": 512}],
+    "rownorm_cute": [{"THREADS": 128, "VEC": 8}, {"THREADS": 256, "VEC": 8}, {"THREADS": 128, "VEC": 1}],
 }
 LANGUAGE = {"rownorm_row": "triton", "rownorm_cuda": "cuda", "rownorm_cute": "cute-dsl"}
 

@@ -209,7 +209,8 @@ def _cute_candidate(tmp_path: Path, threads: int = 128, break_it: bool = False) 
     cfg = templates.complete(match.templates[0], {"THREADS": threads})
     text = templates.render(cfg, match.op, match.params, match.constants, call=match.call)
     if break_it:
-        text = text.replace("acc += v * v", "acc += v * undefined_name")
+        assert "acc += (v * v)" in text
+        text = text.replace("acc += (v * v)", "acc += (v * undefined_name)")
     return _candidate(tmp_path, text)
 
 

@@ -177,10 +177,11 @@ TEMPLATES: tuple[Template, ...] = (
               Knob("VEC", 8, (1, 2, 4, 8), "elements per vector access")),
              "one launch, every element read once from DRAM and written once; "
              "one compiled extension serves every knob value", language="cuda"),
-    Template("rownorm_cute", "rownorm", "one CuTe DSL CTA per row, warp-shuffle fp32 reduction, "
+    Template("rownorm_cute", "rownorm", "one CuTe DSL CTA per row, 16-byte vector copies, warp-shuffle fp32 reduction, "
              "dynamic row length (cute.compile once per dtype)",
              ("rmsnorm",),
-             (Knob("THREADS", 256, (64, 128, 256, 512, 1024)),),
+             (Knob("THREADS", 256, (64, 128, 256, 512, 1024)),
+              Knob("VEC", 8, (1, 2, 4, 8), "elements per vector access; 1 where a row cannot")),
              "one launch; every element read once from DRAM and written once", language="cute-dsl"),
 )
 """Every template, by family; the first of a family is its default structure."""
