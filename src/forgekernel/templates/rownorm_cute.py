@@ -83,9 +83,10 @@ def _width(*tensors):
 def _dynamic(t, vec):
     """The tensor with its shape dynamic, its row length known to divide by ``vec`` and its
     pointer by 16 bytes (when ``vec`` > 1), so the copies vectorise."""
+    order = tuple(range(t.dim()))  # row-major, said outright: a length-1 mode leaves it ambiguous
     cu = from_dlpack(t, assumed_align=16 if vec > 1 else None)
-    cu = cu.mark_compact_shape_dynamic(mode=t.dim() - 1, divisibility=vec)
-    return cu.mark_compact_shape_dynamic(mode=0) if t.dim() == 2 else cu
+    cu = cu.mark_compact_shape_dynamic(mode=t.dim() - 1, stride_order=order, divisibility=vec)
+    return cu.mark_compact_shape_dynamic(mode=0, stride_order=order) if t.dim() == 2 else cu
 
 
 def rmsnorm(x, weight):
