@@ -40,11 +40,34 @@ def _profiled(fn: Any, env: Envelope) -> Any:
         return fn(env)
     import cProfile
 
+    watcher = _ImportWatcher()
+    sys.meta_path.insert(0, watcher)
     prof = cProfile.Profile()
     try:
         return prof.runcall(fn, env)
     finally:
         prof.dump_stats(path)
+        sys.meta_path.remove(watcher)
+        Path(path + ".imports.txt").write_text("".join(watcher.stacks) or "none of the watched modules was imported\n")
+
+
+class _ImportWatcher:
+    """A meta-path hook that finds nothing and notes the Python stack at the first import of
+    a module known to cost seconds (a profile names the import, not who asked for it)."""
+
+    WATCHED = ("torch._dynamo", "sympy", "torch._higher_order_ops", "torch.distributed", "torch._inductor")
+
+    def __init__(self) -> None:
+        self.stacks: list[str] = []
+        self.seen: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname in self.WATCHED and fullname not in self.seen:
+            import traceback
+
+            self.seen.add(fullname)
+            frames = [f for f in traceback.extract_stack()[:-1] if not f.filename.startswith("<frozen")]
+            self.stacks.append(f"--- import {fullname}\n" + "".join(traceback.format_list(frames)))
 
 
 def _versions(torch: Any) -> dict[str, str]:
