@@ -139,6 +139,7 @@ def test_shared_requests_share_only_under_the_budget(tmp_path):
                            timeout_s=30, gated=True))
     assert small.ok and small.result["waits"][0] < 1.0  # shared beside the other holder
     assert small.result["shared"]  # the worker knows others may run beside it
+    assert small.result["may_share"]  # and, before it asks, that its footprint is read
     big = runner.run(Job(module=ECHO, payload={"act": "gate", "modes": ["S"], "footprint": 2**31},
                          timeout_s=30, gated=True))
     busy.join(5)
@@ -153,6 +154,7 @@ def test_shared_requests_are_exclusive_when_the_runner_does_not_share(tmp_path):
                          timeout_s=30, gated=True))
     busy.join(5)
     assert res.ok and res.result["waits"][0] >= 0.5
+    assert not res.result["may_share"]  # a footprint would go unread: the verifier sizes none
 
 
 def test_a_job_that_is_not_gated_holds_the_gpu_whole(tmp_path):
@@ -290,3 +292,33 @@ def test_before_timing_alone_a_shared_judgement_lets_large_pools_go(pools, share
         assert session.spawned == [(Path("k.py"), None)] and session.cand is not old
     else:
         assert old.trimmed == 1
+
+
+def test_only_a_job_whose_runner_may_share_the_gpu_sizes_its_device_footprint():
+    """The footprint (a meta run of the reference; on torch 2.11 it imports torch._dynamo,
+    seconds of a verdict) is read only by a runner that may share the GPU between jobs."""
+    from types import SimpleNamespace
+
+    from forgekernel.delivery.channel import Envelope
+    from forgekernel.judge.worker import _gate
+
+    sized: list[list] = []
+
+    class Problem:
+        def footprint(self, workloads: list) -> int:
+            sized.append(workloads)
+            return 10
+
+    session = SimpleNamespace(problem=Problem(), slots=[], deadline=None, phases={})
+    alone = Envelope(payload={}, delivery="local", timing_label="device")
+    _gate(alone, session)("S")  # not gated: no wait, nothing sized
+    exclusive = Envelope(payload={}, delivery="local", timing_label="device", _gate=(0, 0))
+    assert not exclusive.may_share
+    _gate(exclusive, session)  # gated by a runner that never shares: nothing sized
+    assert sized == []
+    sharing = Envelope(payload={}, delivery="local", timing_label="device", _gate=(0, 0), _share=True)
+    assert sharing.may_share
+    _gate(sharing, session)
+    assert sized == [[]]
+    _gate(Envelope(payload={}, delivery="cpu", timing_label="cpu-interpret", _gate=(0, 0), _share=True), session)
+    assert sized == [[]]  # the CPU interpreter has no device memory to plan

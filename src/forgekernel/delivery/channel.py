@@ -29,8 +29,15 @@ class Envelope:
     _key: bytes = field(repr=False, default=b"")
     _fd: int = field(repr=False, default=-1)
     _gate: tuple[int, int] | None = field(repr=False, default=None)
+    _share: bool = field(repr=False, default=False)
     shared: bool = False
     """Whether the runner has granted the GPU shared to this job (other jobs ran beside it)."""
+
+    @property
+    def may_share(self) -> bool:
+        """Whether the runner may grant this job's shared requests beside other jobs, which
+        it decides by their footprint; otherwise a footprint goes unread."""
+        return self._gate is not None and self._share
 
     def device(self, mode: str, footprint: int = 0) -> float:
         """Before GPU work in a gated job: wait until the runner holds the GPU for it, shared
@@ -72,7 +79,7 @@ def receive() -> Envelope:
     gate = data.get("gate")
     return Envelope(payload=data["payload"], delivery=data["delivery"],
                     timing_label=data["timing_label"], _key=data["key"].encode(), _fd=int(data["fd"]),
-                    _gate=(int(gate[0]), int(gate[1])) if gate else None)
+                    _gate=(int(gate[0]), int(gate[1])) if gate else None, _share=bool(data.get("share")))
 
 
 def verify_frames(data: bytes, key: str) -> tuple[dict[str, Any] | None, str]:

@@ -31,7 +31,8 @@ def main() -> None:
     elif act == "forge":
         os.write(env._fd, b"FKR1 00 2\n{}")
     env.reply({"echo": env.payload, "delivery": env.delivery,
-               "interpret": os.environ.get("TRITON_INTERPRET", ""), "waits": waits, "shared": env.shared})
+               "interpret": os.environ.get("TRITON_INTERPRET", ""), "waits": waits, "shared": env.shared,
+               "may_share": env.may_share})
 
 
 if __name__ == "__main__":

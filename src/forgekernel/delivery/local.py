@@ -109,6 +109,7 @@ class SubprocessRunner:
         gate_fds, kept = _gate_pipes(job.gated)
         if gate_fds:
             envelope["gate"] = list(kept)
+            envelope["share"] = self.share_bytes is not None  # the worker sizes its footprint
         env = worker_env(self.extra_env())
         env.update(job.env)
         env["PYTHONUNBUFFERED"] = "1"

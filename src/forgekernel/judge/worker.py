@@ -144,8 +144,10 @@ and parameters: pristine inputs, the candidate's copies, float64 upcasts, output
 def _gate(env: Envelope, session: Any) -> Any:
     """``gate(mode)``: ask the runner for the GPU (:meth:`Envelope.device`) and move this
     judgement's deadline on by the time waited (recorded as the phase ``gpu_wait_s``)."""
+    # sized only for a runner that may share the GPU between jobs: on torch 2.11 the meta run
+    # that sizes the outputs imports torch._dynamo (2.5 s of a verdict on an H100)
     footprint = FOOTPRINT_FACTOR * session.problem.footprint([s.wl for s in session.slots]) \
-        if env.delivery != "cpu" else 0
+        if env.delivery != "cpu" and env.may_share else 0
 
     def gate(mode: str) -> None:
         waited = env.device(mode, footprint)
