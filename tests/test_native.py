@@ -341,3 +341,27 @@ def test_a_kernelbench_cute_candidate_compiles_on_cpu_and_is_refused_to_run(tmp_
     verdict = judge(task, cand, make_runner("cpu"))
     assert verdict.status is Status.REJECTED and "CuTe DSL candidates need a GPU" in verdict.reason, verdict.reason
     assert re.search(r"kernel_cutlass__relu_\w+: \d+ regs", verdict.reason), verdict.reason
+
+
+@pytest.mark.skipif(not cute.available(), reason="needs nvidia-cutlass-dsl")
+def test_the_cute_rmsnorm_reaches_its_launch_at_any_row_length(tmp_path):
+    """Rows of length 1 (a hidden workload) once stopped the wrapper before its launch: the DSL
+    could not deduce the stride order. On the CPU the launch itself fails (no driver), so
+    every shape here must get that far: vector width 8, and width 1 for 250, 1 and 7."""
+    import importlib.util
+    import warnings
+
+    import torch
+
+    path = _cute_candidate(tmp_path, threads=128) / "kernel.py"
+    spec = importlib.util.spec_from_file_location("_cute_rows", path)
+    module = importlib.util.module_from_spec(spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the DSL's own
+        spec.loader.exec_module(module)
+        for m, n in ((16, 256), (16, 250), (16, 1), (1, 1), (3, 7)):
+            x, w = torch.randn(m, n, dtype=torch.bfloat16), torch.randn(n, dtype=torch.bfloat16)
+            with pytest.raises(Exception) as err:
+                module.run(x, w)
+            assert "cudaError" in str(err.value), (m, n, str(err.value)[:200])
+    assert set(module._COMPILED) == {(torch.bfloat16, 8), (torch.bfloat16, 1)}
