@@ -41,7 +41,8 @@ TASKS = ("rmsnorm", "softmax", "swiglu", "matmul", "fused_add_rmsnorm", "layerno
 EXTRA = {"matmul_tiled": ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 3},
                          {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4},
                          {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4}),
-         "xent_looped": ({"BLOCK_V": 8192}, {"BLOCK_V": 16384, "NUM_WARPS": 16}, {"BLOCK_V": 2048, "NUM_WARPS": 4}),
+         "xent_looped": ({"BLOCK_V": 8192}, {"BLOCK_V": 16384, "NUM_WARPS": 16}, {"BLOCK_V": 2048, "NUM_WARPS": 4},
+                         {"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 8192}, {"CHUNK_MAX": 1, "BLOCK_V": 2048, "NUM_WARPS": 4}),
          "softmax_looped": ({"BLOCK_N": 8192}, {"BLOCK_N": 2048, "NUM_WARPS": 4})}
 """Configurations beyond each template's defaults, by template."""
 FLUSH = None
