@@ -166,8 +166,11 @@ def test_copies_in_host_memory(name):
     verdict = _judge(path, device_memory_gib=1e-6)
     _common(verdict, path)
     assert verdict.profile["host_copies"], "the plan did not keep any workload's copies on the host"
+    if verdict.status is Status.PASSED:  # those workloads got one trial, and the verdict says so
+        assert any(n.startswith("one trial of") for n in verdict.profile["notes"]), verdict.profile["notes"]
     usual = _judge(path)
     assert not usual.profile["host_copies"]
+    assert not any(n.startswith("one trial of") for n in usual.profile["notes"])
     def words(reason: str) -> str:  # the inputs come from secret seeds: errors differ by draw
         return re.sub(r"\d[\d.e+-]*", "#", reason)
 
