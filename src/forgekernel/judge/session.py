@@ -259,9 +259,9 @@ class Session:
     # ------------------------------------------------------------ correctness
     def correctness(self) -> None:
         """Pass 0 over every workload (all of it, even after a failure), then the other trials;
-        a workload whose copies the verifier keeps in host memory (several GB a call: each trial
-        of KernelBench's 6.4 GB ELU took about 55 s on an H100) gets pass 0 only, its two runs
-        on fresh inputs, with the smaller workloads' trials as they are."""
+        a workload whose copies the verifier keeps in host memory (several GB a call: three
+        trials of KernelBench's 6.4 GB ELU took 166 s on an H100) gets pass 0 only, its two
+        runs on fresh inputs, with the smaller workloads' trials as they are."""
         first: Failure | None = None
         for t in range(self.trials):
             for i, slot in enumerate(self.slots):
