@@ -259,6 +259,12 @@ def _fits(p: Probe, elements: int) -> bool:
     return p.max_elements() <= elements and p.flops <= SMOKE_FLOPS
 
 
+def cheap_to_run(p: Probe) -> bool:
+    """Whether the problem at ``p`` runs on the CPU in well under a second (64 times a smoke
+    workload's bound): small enough to check for real on the way down to one."""
+    return p.max_elements() <= 64 * SMOKE_ELEMENTS and p.flops <= 64 * SMOKE_FLOPS
+
+
 def _score(p: Probe) -> float:
     return max(p.max_elements() / SMOKE_ELEMENTS, p.flops / SMOKE_FLOPS)
 
@@ -267,7 +273,7 @@ def _down(value: int, step: int, factor: int = 2) -> int:
     return max(step, (value // factor) // step * step)
 
 
-def _overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
+def overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
     out: dict[Key, int] = {}
     for a in axes:
         if a.size:
@@ -294,7 +300,7 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
             nv = _down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2)
             if nv >= cur[name] or (aim and nv < floor) or (a.smoke_scaled and nv < SMOKE_MIN_SIZE):
                 continue
-            q = look(_overrides(axes, {**cur, name: nv}))
+            q = look(overrides(axes, {**cur, name: nv}))
             if q.ok:
                 found.append((_score(q), cur[name], name, nv, q))
         if not found:
@@ -318,7 +324,7 @@ def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str,
         for cand in range(max(step, (v * 3 // 4) // step * step), v + 1, step):
             if cand & (cand - 1) and (step > 1 or cand % 2):
                 trial = {**cur, name: cand}
-                q = look(_overrides(axes, trial))
+                q = look(overrides(axes, trial))
                 if q.ok and _fits(q, SMOKE_ELEMENTS):
                     cur, probed = trial, q
                 break

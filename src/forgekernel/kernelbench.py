@@ -173,6 +173,15 @@ def _analyse(src: Path, text: str, module: ModuleType) -> Problem:
 def _workloads(problem: Problem, look: kbaxes.Look) -> None:
     problem.smoke_note = ""
     found = kbaxes.smoke(look, problem.base, problem.axes)
+    real_ok = True
+    if found is not None and _fails_for_real(problem, found[0]):
+        # meta tensors have no values: a size only real ones reject (ids drawn up to a literal
+        # 4096 indexing a scaled-down vocabulary) is found by running the small sizes for real;
+        # where the CPU rejects every one (an op it lacks), the sizes found on meta stay
+        again = kbaxes.smoke(_for_real(problem, look), problem.base, problem.axes)
+        if again is not None:
+            look, found = _for_real(problem, look), again
+        real_ok = again is not None
     if found is None:
         problem.smoke_note = (f"no smoke workload: no scaled-down set of the size axes "
                               f"({', '.join(a.const.axis for a in problem.axes if a.size) or 'none'}) "
@@ -186,9 +195,48 @@ def _workloads(problem: Problem, look: kbaxes.Look) -> None:
     problem.smoke = [] if problem.own_is_smoke else [values]
     problem.smoke_probes = [probed]
     second = kbaxes.odd(look, problem.axes, values)
+    if second is not None and real_ok and _fails_for_real(problem, second[0]):
+        second = kbaxes.odd(_for_real(problem, look), problem.axes, values)
     if second is not None:
         problem.smoke.append(second[0])
         problem.smoke_probes.append(second[1])
+
+
+def _for_real(problem: Problem, look: kbaxes.Look) -> kbaxes.Look:
+    """``look``, and for a set of values cheap enough also a real CPU call: a probe that fails
+    there is not ok (checked on the way down, so that the search does not step onto a size
+    that only real values reject and then find nothing smaller that runs)."""
+    def real(overrides: dict[kbprobe.Key, int]) -> kbprobe.Probe:
+        q = look(overrides)
+        if q.ok and kbaxes.cheap_to_run(q):
+            err = _real_error(problem.module, overrides, seeds=(0,))
+            if err:
+                return kbprobe.Probe(ok=False, error=err, stage="forward on the CPU")
+        return q
+
+    return real
+
+
+def _fails_for_real(problem: Problem, values: dict[str, int]) -> bool:
+    return bool(_real_error(problem.module, kbaxes.overrides(problem.axes, values)))
+
+
+def _real_error(module: ModuleType, overrides: dict[kbprobe.Key, int], seeds: tuple[int, ...] = (0, 1)) -> str:
+    """Why the problem fails on the CPU with these constants (under each seed), or ''."""
+    import torch
+
+    from forgekernel import instance
+    from forgekernel.records import Workload
+
+    mod = kbsource.variant(module, overrides)
+    try:
+        with torch.no_grad():
+            for seed in seeds:
+                model = instance.model_at(kbprobe.STUB, mod, init_seed=seed)
+                model(*instance.inputs_at(kbprobe.STUB, mod, Workload(axes={}), seed=seed))
+    except Exception as exc:  # noqa: BLE001 - the problem's own failure, as one line
+        return kbprobe._one_line(exc)
+    return ""
 
 
 def _outputs_for_real(problem: Problem, why: str) -> None:
