@@ -57,3 +57,45 @@ def test_smoke_workloads_run_for_real_where_meta_cannot_tell(tmp_path):
         inst = instance.build(task, reference, w, device="cpu", seed=3)
         out = inst.module.Model()(*inst.inputs)
         assert torch.isfinite(out).all()
+
+
+BLOCKED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(out_features, in_features))
+
+    def forward(self, x):
+        blocks = self.w.reshape(-1, 16384)  # in_features * out_features: whole blocks
+        w = (blocks / blocks.abs().amax(-1, keepdim=True)).reshape(self.w.shape)
+        return x @ w.t()
+
+
+batch = 8
+in_features = 4096
+out_features = 11008
+
+
+def get_inputs():
+    return [torch.randn(batch, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+
+def test_a_divisibility_across_two_axes_still_finds_a_smoke_workload(tmp_path):
+    """in x out must be a multiple of 16384: halving 11008 (43 x 256) never gives a width that
+    fits beside a small in_features, the power of two below it does (our operator 157)."""
+    src = tmp_path / "blocked.py"
+    src.write_text(BLOCKED)
+    task = load_task(convert(src, tmp_path / "t"))
+    smoke = task.smoke_workloads()
+    assert smoke, "no smoke workload"
+    for w in smoke:
+        weights = w.axes["in_features"] * w.axes["out_features"]
+        assert weights % 16384 == 0 and weights <= 65536, w.axes

@@ -273,6 +273,16 @@ def _down(value: int, step: int, factor: int = 2) -> int:
     return max(step, (value // factor) // step * step)
 
 
+def _steps_down(value: int, step: int, factor: int) -> list[int]:
+    """The next smaller values to try for an axis: ``value`` divided by ``factor`` (rounded to
+    its multiple), then the power of two below that, which meets divisibility that involves
+    several axes at once (4-bit weights in blocks of 64 x 256 of in x out features: 11008 =
+    43 x 256 halves to no value that fits beside a small in_features)."""
+    first = _down(value, step, factor)
+    pow2 = 1 << (first.bit_length() - 1)
+    return [first] + ([pow2] if pow2 != first and pow2 % step == 0 else [])
+
+
 def overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
     out: dict[Key, int] = {}
     for a in axes:
@@ -297,12 +307,13 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
         found = []
         for a in sizes:
             name = a.const.axis
-            nv = _down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2)
-            if nv >= cur[name] or (aim and nv < floor) or (a.smoke_scaled and nv < SMOKE_MIN_SIZE):
-                continue
-            q = look(overrides(axes, {**cur, name: nv}))
-            if q.ok:
-                found.append((_score(q), cur[name], name, nv, q))
+            for nv in _steps_down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2):
+                if nv >= cur[name] or (aim and nv < floor) or (a.smoke_scaled and nv < SMOKE_MIN_SIZE):
+                    continue
+                q = look(overrides(axes, {**cur, name: nv}))
+                if q.ok:
+                    found.append((_score(q), cur[name], name, nv, q))
+                    break
         if not found:
             return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS) else None
         # among the steps that shrink about as much as the best one, the largest size goes
