@@ -233,10 +233,10 @@ def _no_eager_compute(task: TaskSpec, fallbacks: tuple[str, ...], body: str) -> 
 
 
 def _entry(task: TaskSpec) -> Any:
-    from forgekernel.generate import assemble, examples
+    from forgekernel.generate import assemble, modelnew
 
     if task.format == "kernelbench":
-        init, imports = examples.model_source(task)
+        init, imports = modelnew.model_source(task)
         return assemble.Entry(init_source=init, imports=imports)
     params = builtin_ops.reference_params((Path(task.root) / "reference.py").read_text()) or ()
     return assemble.Entry(params=params)

@@ -287,27 +287,6 @@ def _module_print(model: Any) -> str:
     return repr((parts, tensors))
 
 
-def model_source(task: TaskSpec) -> tuple[str, tuple[str, ...]]:
-    """KernelBench: the text of ``Model.__init__`` (with the file's other classes and
-    functions it may use) and the file's import lines."""
-    import ast
-    from pathlib import Path
-
-    text = (Path(task.root) / "reference.py").read_text()
-    tree = ast.parse(text)
-    imports = tuple(ast.get_source_segment(text, n) or "" for n in tree.body
-                    if isinstance(n, (ast.Import, ast.ImportFrom)))
-    helpers = [ast.get_source_segment(text, n) or "" for n in tree.body
-               if isinstance(n, (ast.ClassDef, ast.FunctionDef))
-               and n.name not in ("Model", "get_inputs", "get_init_inputs")]
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-    init = next((n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef)
-                 and n.name == "__init__"), None)
-    source = ast.get_source_segment(text, init) if init is not None else (
-        "def __init__(self, *args):\n    super().__init__()")
-    return source or "", (*imports, *helpers)
-
-
 def shape_free(model: Any) -> None:
     """Rewrite, in place and for tracing only, the modules whose forward bakes a size of the
     workload into the graph as a constant: ``nn.LayerNorm`` normalises over its
