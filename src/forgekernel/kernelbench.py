@@ -178,9 +178,10 @@ def _workloads(problem: Problem, look: kbaxes.Look) -> None:
         # meta tensors have no values: a size only real ones reject (ids drawn up to a literal
         # 4096 indexing a scaled-down vocabulary) is found by running the small sizes for real;
         # where the CPU rejects every one (an op it lacks), the sizes found on meta stay
-        again = kbaxes.smoke(_for_real(problem, look), problem.base, problem.axes)
+        real_look = _for_real(problem, look)
+        again = kbaxes.smoke(real_look, problem.base, problem.axes)
         if again is not None:
-            look, found = _for_real(problem, look), again
+            look, found = real_look, again
         real_ok = again is not None
     if found is None:
         problem.smoke_note = (f"no smoke workload: no scaled-down set of the size axes "
