@@ -67,7 +67,7 @@ for t in tasks:
 (work / "compare_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 print(json.dumps({t: {k: v for k, v in e.items() if k != "log_tail"} for t, e in summary["tasks"].items()}))
 PY
-tar czf "$DEST/compare_h200.tgz" -C "$WORK" .
+tar czf "$DEST/compare.tgz" -C "$WORK" .
 cp "$WORK/compare_summary.json" "$DEST/"
 [ -f "$WORK/compare_table.md" ] && cp "$WORK/compare_table.md" "$DEST/"
-echo "wrote $DEST/compare_h200.tgz"
+echo "wrote $DEST/compare.tgz"

@@ -10,7 +10,7 @@ relative to the output's largest magnitude) and timed with CUDA events around si
 after warm-up, with the L2 flushed (a 256 MiB buffer zeroed) before every call; the median
 is reported with achieved TB/s of minimal bytes (every input read once, every output written
 once), TFLOP/s for matmul, %SOL against the roofline floor (the H200 baseline's ceilings, benchmarks/results/h200_baseline_2026-12-02.json) and
-the speedup over eager. Writes DIR/templates_h200.json (device, date, versions, commit) as it
+the speedup over eager. Writes DIR/templates.json (device, date, versions, commit) as it
 goes and prints a table last.
 """
 
@@ -43,7 +43,10 @@ EXTRA = {"matmul_tiled": ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_W
                          {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4}),
          "xent_looped": ({"BLOCK_V": 8192}, {"BLOCK_V": 16384, "NUM_WARPS": 16}, {"BLOCK_V": 2048, "NUM_WARPS": 4},
                          {"CHUNK_MAX": 1}, {"CHUNK_MAX": 1, "BLOCK_V": 8192}, {"CHUNK_MAX": 1, "BLOCK_V": 2048, "NUM_WARPS": 4}),
-         "softmax_looped": ({"BLOCK_N": 8192}, {"BLOCK_N": 2048, "NUM_WARPS": 4})}
+         "softmax_looped": ({"BLOCK_N": 8192}, {"BLOCK_N": 2048, "NUM_WARPS": 4}),
+         "rope_rows": ({"ROWS": 32, "NUM_WARPS": 4}, {"ROWS": 64, "NUM_WARPS": 8}, {"LAYOUT": 1},
+                       {"LAYOUT": 1, "ROWS": 32, "NUM_WARPS": 4}, {"LAYOUT": 1, "ROWS": 64, "NUM_WARPS": 8},
+                       {"LAYOUT": 1, "ROWS": 32, "NUM_WARPS": 8}, {"LAYOUT": 1, "ROWS": 64, "NUM_WARPS": 4})}
 """Configurations beyond each template's defaults, by template."""
 FLUSH = None
 
@@ -209,7 +212,7 @@ def main() -> None:
     args = ap.parse_args()
     global DEVICE
     DEVICE = "cpu" if args.smoke else "cuda"
-    out = Path(args.out) / ("templates_h200.json" if not args.smoke else "templates_cpu_smoke.json")
+    out = Path(args.out) / ("templates.json" if not args.smoke else "templates_cpu_smoke.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.budget_s
     doc = {"what": "built-in templates vs eager reference, CUDA events, L2 flushed, median",

@@ -95,7 +95,7 @@ STRESS = {
     "rownorm_looped": {"BLOCK_N": 64}, "rownorm_multirow": {"ROWS": 8, "MAX_TILE": 1024},
     "softmax_looped": {"BLOCK_N": 64}, "softmax_multirow": {"ROWS": 8, "MAX_TILE": 1024},
     "xent_looped": {"BLOCK_V": 64}, "gated_flat": {"BLOCK": 128},
-    "gated_rows": {"BLOCK_N": 64, "ROWS": 2}, "rope_rows": {"ROWS": 2},
+    "gated_rows": {"BLOCK_N": 64, "ROWS": 2}, "rope_rows": {"ROWS": 2, "LAYOUT": 1},
     "matmul_tiled": {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SKINNY_M": 0, "TMA_MIN_M": 16},
 }
 """Knobs outside the searched space that force several blocks at smoke shapes."""

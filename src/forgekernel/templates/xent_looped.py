@@ -15,7 +15,7 @@ import triton.language as tl
 # --- knobs ---
 BLOCK_V = 4096  # chunk width (capped at the row length's next power of 2)
 NUM_WARPS = 8
-CHUNK_MAX = 0  # 1: one running max per chunk, not per lane (half the exponentials)
+CHUNK_MAX = 1  # 0: one running max per lane (two exponentials per logit, not one)
 # --- semantics ---
 # --- end ---
 
