@@ -142,6 +142,16 @@ def bmm_cases(lib, r: Gen, dt):
         yield f"baddbmm bias{shape} a=-1.5 b=.5", got, want, None
     nan = torch.full((3, 17, 23), float("nan"), dtype=dt, device=r.device)
     yield "baddbmm beta=0 nan bias", lib.baddbmm(nan, a, b, beta=0), aten.bmm(*_d(a, b)), None
+    # tiny products: many items per program, K unrolled (per-item 2 x 3 by 3 x 3 transforms)
+    a, b = r(1000, 2, 3, dtype=dt), r(1000, 3, 3, dtype=dt)
+    yield "bmm tiny 1000 x 2x3 @ 3x3", lib.bmm(a, b), aten.bmm(*_d(a, b)), None
+    a, b = r(300, 3, 5, dtype=dt).transpose(1, 2), r(1, 3, 7, dtype=dt).expand(300, 3, 7)
+    bias = r(7, dtype=dt)
+    got = lib.baddbmm(bias, a, b, alpha=0.5, beta=-2)
+    want = aten.baddbmm(*_d(bias.expand(300, 5, 7), a, b), alpha=0.5, beta=-2)
+    yield "baddbmm tiny a^T, b batch-stride 0, bias row", got, want, None
+    a, b, out = r(8, 16, dtype=dt), r(16, 3, dtype=dt), r(3, 8, dtype=dt).t()
+    yield "mm tiny K=16 out= transposed", lib.mm(a, b, out=out), aten.mm(*_d(a, b)), out
 
 
 CONV_CASES = [  # name, x shape, weight shape, bias, stride, padding, dilation, transposed, output_padding, groups, layout

@@ -71,6 +71,7 @@ CALLS = {  # file -> [(name, call on the loaded module)]
         ("mm bf16 M=1 matvec", lambda g: g.mm(meta(1, 4096), meta(4096, 4096))),
         ("mm fp32 (tf32) split-K 256x256 K=524288", lambda g: g.mm(meta(256, 524288, dtype=F),
                                                                    meta(524288, 256, dtype=F))),
+        ("bmm fp32 tiny 1M x 2x3 @ 3x3", lambda g: g.bmm(meta(1 << 20, 2, 3, dtype=F), meta(1 << 20, 3, 3, dtype=F))),
     ],
     "conv": [
         ("3x3 NCHW (copied NHWC) bf16 c128", lambda c: c.convolution(

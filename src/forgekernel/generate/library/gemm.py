@@ -13,6 +13,10 @@ that neighbouring programs share A and B in L2. A 2-D product with too few outpu
 fill the GPU (a long K: 256 x 256 outputs over K = 524288 made 4 programs for 132 SMs) is
 split along K: each program computes one slice's fp32 partial product into a workspace and
 ``_gemm_split_sum`` adds the slices in order and applies alpha, the bias and the cast.
+Tiny products (M and N at most _gemm_tiny_mn, K at most _gemm_tiny_k: per-item 2 x 3 by
+3 x 3 transforms, say) would leave a 16 x 16 x 16 tensor-core tile almost all masked, one
+program per batch item; ``_gemm_tiny_kernel`` instead gives a program many items, their
+products unrolled over K as fp32 multiply-adds.
 
 Public API (the aten ops' semantics, as Inductor's wrapper calls them):
 ``mm(a, b, out=None)``, ``addmm(bias, a, b, alpha=1, beta=1, out=None)``,
@@ -56,6 +60,9 @@ _gemm_kmajor_min = 128  # tf32: copy an operand K-major when the other side span
 _gemm_split_min_steps = 16
 _gemm_cpu_sms = 4  # the interpreter has no SMs: this many, so that small shapes exercise the path
 _gemm_sms = {}
+_gemm_tiny_mn = 8  # the multiply-add path for products this small (M, N) ...
+_gemm_tiny_k = 16  # ... over this short a K
+_gemm_tiny_elems = (2048, 65536)  # outputs per program of that path: GPU, interpreter
 
 
 @triton.jit
@@ -122,6 +129,46 @@ def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, k_split,
 
 
 @triton.jit
+def _gemm_tiny_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, NB, M, N, s_ab, s_am, s_ak, s_bb, s_bk, s_bn,
+                      s_cb, s_cm, s_cn, s_xb, s_xm, s_xn, alpha, beta, HAS_BIAS: tl.constexpr,
+                      K: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr):
+    # BLOCK_B batch items' [M, N] = [M, K] @ [K, N], K unrolled
+    rb = (tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B))[:, None, None]
+    rm = tl.arange(0, BLOCK_M)[None, :, None]
+    rn = tl.arange(0, BLOCK_N)[None, None, :]
+    mask_a = (rb < NB) & (rm < M)
+    mask_b = (rb < NB) & (rn < N)
+    acc = tl.zeros((BLOCK_B, BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.static_range(K):
+        av = tl.load(a_ptr + rb * s_ab + rm * s_am + k * s_ak, mask=mask_a, other=0.0).to(tl.float32)
+        bv = tl.load(b_ptr + rb * s_bb + k * s_bk + rn * s_bn, mask=mask_b, other=0.0).to(tl.float32)
+        acc += av * bv
+    acc = acc * alpha
+    mask = mask_a & mask_b
+    if HAS_BIAS:
+        acc += beta * tl.load(bias_ptr + rb * s_xb + rm * s_xm + rn * s_xn, mask=mask, other=0.0).to(tl.float32)
+    tl.store(c_ptr + rb * s_cb + rm * s_cm + rn * s_cn, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+def _gemm_tiny(a, b, c, bias, alpha, beta):
+    """The multiply-add path for tiny products (see the module docstring)."""
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    nb = c.shape[0] if c.dim() == 3 else 1
+    shape = (nb, m, n)
+    bm, bn = 1 << (m - 1).bit_length(), 1 << (n - 1).bit_length()
+    elems = _gemm_tiny_elems[1 if a.device.type == "cpu" else 0]
+    per = max(1, min(elems // (bm * bn), 1 << (nb - 1).bit_length()))
+    has_bias = bias is not None and beta != 0
+    _gemm_tiny_kernel[(-(-nb // per),)](
+        a, b, c, bias if has_bias else c, nb, m, n, *_gemm_strides(a, (nb, m, k)),
+        *_gemm_strides(b, (nb, k, n)), *_gemm_strides(c, shape),
+        *(_gemm_strides(bias, shape) if has_bias else (0, 0, 0)), float(alpha), float(beta),
+        HAS_BIAS=has_bias, K=k, BLOCK_B=per, BLOCK_M=bm, BLOCK_N=bn,
+        num_warps=max(1, min(4, per * bm * bn // 512)))
+
+
+@triton.jit
 def _gemm_split_sum(ws_ptr, c_ptr, bias_ptr, M, N, SPLITS, s_cm, s_cn, s_xm, s_xn, alpha, beta,
                     HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
     """c = alpha * (the sum of the SPLITS partial products in ws) + beta * bias, cast."""
@@ -183,6 +230,8 @@ def _gemm_launch(a, b, c, bias, alpha, beta):
     nb = c.shape[0] if c.dim() == 3 else 1
     if nb == 0 or m == 0 or n == 0:
         return
+    if 0 < k <= _gemm_tiny_k and max(m, n) <= _gemm_tiny_mn:
+        return _gemm_tiny(a, b, c, bias, alpha, beta)
     if nb > _gemm_grid_y_max:  # CUDA's grid axis 1 limit: the batch in chunks
         x = None if bias is None else bias.expand(c.shape)
         for i in range(0, nb, _gemm_grid_y_max):
