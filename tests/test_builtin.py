@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -135,10 +136,9 @@ def test_replan_when_everything_is_exhausted_says_so():
     cur = _plan("rope").curriculum
     tpl = templates.template("rope_rows")
     history = []
-    for rows in tpl.knob("ROWS").space:
-        for warps in tpl.knob("NUM_WARPS").space:
-            cfg = templates.complete(tpl, {"ROWS": rows, "NUM_WARPS": warps})
-            history.append(_note(len(history), "M1.1", cfg, 1.0 + rows / 1000 - warps / 1000))
+    for layout, rows, warps in itertools.product(*(k.space for k in tpl.knobs)):
+        cfg = templates.complete(tpl, {"LAYOUT": layout, "ROWS": rows, "NUM_WARPS": warps})
+        history.append(_note(len(history), "M1.1", cfg, 1.0 + rows / 1000 - warps / 1000 + layout / 100))
     ctx = ArchitectContext(task=task, reference_source=src, current=cur, reason="rows exhausted",
                            history=tuple(history))
     new = make_architect().plan(ctx).curriculum
