@@ -22,6 +22,7 @@ from forgekernel.judge import (
     policy,
     timing,
     values,
+    wire,
 )
 from forgekernel.judge.candidate import stage
 from forgekernel.records import JudgeSpec, Status, WorkloadResult
@@ -670,3 +671,14 @@ def test_an_unstable_candidate_timing_is_flagged_beside_a_steady_reference():
     calm = summarise_sides(session, slot, {"ref1": side(steady), "cand": side([0.66, 0.661, 0.659, 0.66, 0.66]),
                                            "ref2": side(steady)}, "device", 4)
     assert not any("unstable" in f for f in calm["flags"])
+
+
+def test_wire_round_trips_tensors_whatever_their_strides(tmp_path):
+    """A one-element output sliced from a wider tensor keeps a stride of 3, which torch calls
+    contiguous and will not view as bytes: a correct kernel's (n, 3)[:, 0] at n = 1 failed with
+    RUNTIME_ERROR on the hidden workload of size 1 (held-out operator 160)."""
+    for i, t in enumerate([torch.arange(3.0).reshape(1, 3)[:, 0], torch.arange(12.0).reshape(3, 4).t(),
+                           torch.arange(6, dtype=torch.int32).reshape(2, 3)[:, ::2], torch.zeros(0, 3)]):
+        desc = wire.put(t, tmp_path, f"t{i}")
+        back = wire.get(desc, tmp_path)
+        assert back.shape == t.shape and back.dtype == t.dtype and torch.equal(back, t)

@@ -91,8 +91,12 @@ def put(value: Any, root: Path, name: str) -> dict[str, Any]:
     import torch
 
     if isinstance(value, torch.Tensor):
-        t = value.detach().contiguous()
-        data = t.cpu().reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+        # contiguous_format: a tensor torch calls contiguous may still have a stride other than
+        # 1 on a dimension of size 1 (an (n, 3)[:, 0] at n = 1), which it will not view as bytes
+        t = value.detach().cpu().reshape(-1)
+        if t.numel() and t.stride(0) != 1:
+            t = t.clone(memory_format=torch.contiguous_format)
+        data = t.view(torch.uint8).numpy() if t.numel() else b""
         (root / name).write_bytes(bytes(data))
     return describe(value, name)
 
