@@ -136,7 +136,7 @@ def test_replan_when_everything_is_exhausted_says_so():
     cur = _plan("rope").curriculum
     tpl = templates.template("rope_rows")
     history = []
-    for layout, rows, warps in itertools.product(*(k.space for k in tpl.knobs)):
+    for rows, warps, layout in itertools.product(*(k.space for k in tpl.knobs)):
         cfg = templates.complete(tpl, {"LAYOUT": layout, "ROWS": rows, "NUM_WARPS": warps})
         history.append(_note(len(history), "M1.1", cfg, 1.0 + rows / 1000 - warps / 1000 + layout / 100))
     ctx = ArchitectContext(task=task, reference_source=src, current=cur, reason="rows exhausted",

@@ -169,8 +169,8 @@ TEMPLATES: tuple[Template, ...] = (
              "logits read once in bf16 (no fp32 copy), two launches"),
     Template("rope_rows", "rope", "ROWS (batch, position, head) rows per program, both halves in registers",
              ("rope",),
-             (Knob("LAYOUT", 0, (0, 1), "1: whole positions per program, cos/sin loaded once per position"),
-              Knob("ROWS", 16, (1, 2, 4, 8, 16, 32, 64)), Knob("NUM_WARPS", 4, _W)),
+             (Knob("ROWS", 16, (1, 2, 4, 8, 16, 32, 64)), Knob("NUM_WARPS", 4, _W),
+              Knob("LAYOUT", 0, (0, 1), "1: whole positions per program, cos/sin loaded once per position")),
              "one launch; q read once, written once, cos/sin from L2"),
     Template("rownorm_cuda", "rownorm", "one CUDA C++ thread block per row, 16-byte vector accesses, "
              "warp-shuffle fp32 reductions (built with load_inline)",
