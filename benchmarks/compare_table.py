@@ -7,7 +7,7 @@ One row per task and workload: the kernel's figure (device ms on a GPU, per-call
 the CPU interpreter), each peer as the peer's time / the kernel's ("3.1x": the kernel is 3.1
 times faster; peers that did not match the reference say so instead), and the kernel's share
 of the size-matched copy's (or, for a reduction, the read-only pass's) speed. With --readme
-the table replaces what lies between the COMPARE-TABLE markers in that file; without it the
+the table replaces what lies between the COMPARE-TABLE markers (or --marker NAME's) in that file; without it the
 table goes to stdout. Every number comes from the JSON files named; none is typed in.
 """
 
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from forgekernel.compare.record import CompareRecord, Row, load  # noqa: E402
 
-START, END = "<!-- COMPARE-TABLE:START -->", "<!-- COMPARE-TABLE:END -->"
+MARKER = "COMPARE-TABLE"
 
 
 def _peer(row: Row) -> str:
@@ -69,21 +69,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", nargs="+", type=Path, help="compare JSON files (one per task)")
     ap.add_argument("--readme", type=Path, help="replace the table between the markers in this file")
+    ap.add_argument("--marker", default=MARKER, help="the markers' name (several tables in one file)")
     args = ap.parse_args(argv)
+    start, end = f"<!-- {args.marker}:START -->", f"<!-- {args.marker}:END -->"
     paths = [p for p in args.json if "workloads" in json.loads(p.read_text())]
     for p in sorted(set(args.json) - set(paths)):  # compare_summary.json, say
         sys.stderr.write(f"{p}: not a compare record, left out\n")
     records = [load(p) for p in paths]
-    block = f"{START}\n{table(records)}\n\nFrom:\n\n{sources(records, paths)}\n{END}"
+    block = f"{start}\n{table(records)}\n\nFrom:\n\n{sources(records, paths)}\n{end}"
     if args.readme is None:
         sys.stdout.write(block + "\n")
         return 0
     text = args.readme.read_text()
-    if START not in text or END not in text:
-        sys.stderr.write(f"{args.readme}: no {START} ... {END} markers\n")
+    if start not in text or end not in text:
+        sys.stderr.write(f"{args.readme}: no {start} ... {end} markers\n")
         return 2
-    head, rest = text.split(START, 1)
-    args.readme.write_text(head + block + rest.split(END, 1)[1])
+    head, rest = text.split(start, 1)
+    args.readme.write_text(head + block + rest.split(end, 1)[1])
     return 0
 
 
