@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from forgekernel import curriculum as C
+from forgekernel.agents.base import ArchitectContext
+from forgekernel.agents.builtin import make_architect
+from forgekernel.config import load_settings
 from forgekernel.records import AgentCost, Status, Verdict
 from forgekernel.records import Attempt as AttemptRecord
 from forgekernel.run.decisions import (
@@ -16,8 +20,9 @@ from forgekernel.run.decisions import (
     Stop,
     decide,
 )
-from forgekernel.run.ledger import ConfirmEvent, PlanEvent, SessionEvent, StartedEvent
+from forgekernel.run.ledger import ConfirmEvent, GateEvent, PlanEvent, SessionEvent, StartedEvent
 from forgekernel.run.state import Limits, RunState
+from forgekernel.task import load_task
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PLAN = """
@@ -164,3 +169,23 @@ def test_a_gate_impasse_asks_for_a_replan():
     gate = C.evaluate_gate(cur.milestones[0], st.best.verdict)
     d = go(st, flags=Flags(gate=gate))
     assert isinstance(d, Replan) and d.why.startswith("gate impasse at M0: 'dram_pct >= 70'")
+
+
+def test_a_builtin_sweep_row_stays_open_until_its_space_is_tried():
+    """The built-in plan's sweep rows carry ``tries``: after one accepted attempt the run went
+    on to the next knob with ROWS 32 and 64 never judged (an H100 rope run)."""
+    root = Path(__file__).resolve().parents[1] / "tasks" / "rope"
+    cur = make_architect(load_settings({})).plan(ArchitectContext(
+        task=load_task(root), reference_source=(root / "reference.py").read_text())).curriculum
+    sweep = next(r for m in cur.milestones for r in m.rows if r.id == "M1.1")
+    assert sweep.params["tries"] == len(sweep.params["space"]["ROWS"]) - 1
+    ev = PlanEvent(time=at(0), version=1, reason="r", after_seq=0, curriculum=C.to_dict(cur),
+                   agent=AgentCost(agent="a"))
+    done = [attempt(1, 9.0, best=True), GateEvent(time=at(0), milestone="M0", candidate="c1", after_seq=1)]
+    for seq in range(2, 2 + sweep.params["tries"]):
+        d = go(state(ev, *done), limits(target=100.0))
+        assert isinstance(d, Attempt) and d.row.id == "M1.1", (seq, d)
+        a = attempt(seq, 9.0 + seq / 100, best=True, row="M1.1")  # each a new best: no stall
+        done.append(a.model_copy(update={"milestone": "M1"}))
+    d = go(state(ev, *done), limits(target=100.0))
+    assert isinstance(d, Attempt) and d.row.id == "M1.2"

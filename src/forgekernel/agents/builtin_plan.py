@@ -161,7 +161,9 @@ def knob_groups(tpl: templates.Template, task: TaskSpec) -> list[tuple[str, ...]
 
 def tuning_rows(prefix: str, tpl: templates.Template, match: OpMatch,
                 task: TaskSpec) -> list[DecisionRow]:
-    """One sweep row per knob group (:func:`knob_groups`), in the catalog's order."""
+    """One sweep row per knob group (:func:`knob_groups`), in the catalog's order. A row stays
+    open for as many accepted attempts as its space has other values (``tries``), or until the
+    coder has nothing left to try in it: one attempt per row left ROWS 32 and 64 untried."""
     groups = knob_groups(tpl, task)
     rows = []
     for i, group in enumerate(groups, 1):
@@ -170,7 +172,8 @@ def tuning_rows(prefix: str, tpl: templates.Template, match: OpMatch,
             id=f"{prefix}.{i}", decision=f"{tpl.name}: sweep {' x '.join(group)} around the best point",
             lever="launch shape: " + ", ".join(f"{k} in {v}" for k, v in space.items()),
             predict="speedup up a few % per step until a local optimum",
-            params={"op": match.op, "template": tpl.name, "space": space}))
+            params={"op": match.op, "template": tpl.name, "space": space,
+                    "tries": max(1, sum(len(v) - 1 for v in space.values()))}))
     return rows
 
 
@@ -178,7 +181,8 @@ def refine_row(row_id: str, tpl: templates.Template, match: OpMatch) -> Decision
     return DecisionRow(id=row_id, decision=f"{tpl.name}: joint hill-climb over every knob",
                        lever="interactions between knobs the one-at-a-time sweeps missed",
                        predict="small gains; stops at a local optimum",
-                       params={"op": match.op, "template": tpl.name, "space": tpl.space()})
+                       params={"op": match.op, "template": tpl.name, "space": tpl.space(),
+                               "tries": 2 * len(tpl.knobs)})
 
 
 def carried_start(ctx: ArchitectContext, match: OpMatch) -> templates.Config | None:
