@@ -682,3 +682,34 @@ def test_wire_round_trips_tensors_whatever_their_strides(tmp_path):
         desc = wire.put(t, tmp_path, f"t{i}")
         back = wire.get(desc, tmp_path)
         assert back.shape == t.shape and back.dtype == t.dtype and torch.equal(back, t)
+
+
+def test_an_integer_output_may_differ_only_on_a_rounding_boundary():
+    """ceil() of a value within rounding error of an integer: the oracle gives the kernel's
+    value for inputs moved by a rounding-sized step there, and nowhere else."""
+    from forgekernel.judge import boundary
+
+    def oracle(args):
+        return (torch.ceil(args[0]).to(torch.int32),)
+
+    x = [torch.tensor([1.5, 2.25, 3.0 + 1e-9, 5.5], dtype=torch.float64)]
+    native = torch.tensor([2, 3, 4, 6], dtype=torch.int32)
+    on_edge = torch.tensor([2, 3, 3, 6], dtype=torch.int32)  # 3.000000001 -> 3, not 4
+    wrong = torch.tensor([2, 4, 4, 6], dtype=torch.int32)  # 2.25 -> 4
+    assert boundary.explained(oracle, x, 0, on_edge, boundary.misses(on_edge, oracle(x)[0], native)) == 1
+    assert boundary.explained(oracle, x, 0, wrong, boundary.misses(wrong, oracle(x)[0], native)) == 0
+    both = torch.tensor([2, 4, 3, 6], dtype=torch.int32)  # one edge, one wrong: not forgiven
+    assert boundary.explained(oracle, x, 0, both, boundary.misses(both, oracle(x)[0], native)) == 0
+    many = [torch.full((3000,), 7.0 + 1e-9, dtype=torch.float64)]
+    sevens = torch.full((3000,), 7, dtype=torch.int32)  # all on the edge: more than the share allows
+    assert boundary.explained(oracle, many, 0, sevens, boundary.misses(sevens, oracle(many)[0], sevens + 1)) == 0
+    assert boundary.explained(oracle, x, 0, native, torch.zeros(4, dtype=torch.bool)) == 0  # nothing to forgive
+
+    def steep(args):  # an output that moves by about 29 for a step of 2^-20, 229 for 2^-17
+        return (torch.floor(args[0] * 1e7).to(torch.int32),)
+
+    y = [torch.tensor([3.0], dtype=torch.float64)]
+    near = torch.tensor([30000005], dtype=torch.int32)
+    far = torch.tensor([30000300], dtype=torch.int32)  # beyond what a step of 2^-17 moves it
+    assert boundary.explained(steep, y, 0, near, torch.ones(1, dtype=torch.bool)) == 1
+    assert boundary.explained(steep, y, 0, far, torch.ones(1, dtype=torch.bool)) == 0
