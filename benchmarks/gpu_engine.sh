@@ -48,5 +48,6 @@ for log in sorted(work.glob("*.log")):
         print(f"{t}: attempt {p['attempt']:.4g}x, confirmation {p['confirmation']:.4g}x ({p['diff_pct']:+.2f} %)")
 (work / "engine_meta.json").write_text(json.dumps(meta, indent=2))
 PY
+mkdir -p "${OUT:-/tmp}"  # OUT=$OUT/sub keeps two calls' tarballs apart
 tar czf "${OUT:-/tmp}/engine_runs.tgz" -C "$WORK" --exclude=workspace --exclude=workspace.git --exclude=candidates --exclude=task .
 echo "wrote ${OUT:-/tmp}/engine_runs.tgz"
