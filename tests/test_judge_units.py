@@ -713,3 +713,35 @@ def test_an_integer_output_may_differ_only_on_a_rounding_boundary():
     far = torch.tensor([30000300], dtype=torch.int32)  # beyond what a step of 2^-17 moves it
     assert boundary.explained(steep, y, 0, near, torch.ones(1, dtype=torch.bool)) == 1
     assert boundary.explained(steep, y, 0, far, torch.ones(1, dtype=torch.bool)) == 0
+
+
+class _CeilProblem:
+    """A fake judge problem: the reference is ceil(x) in float32, the oracle the same in
+    float64 (what :func:`boundary.second_opinion` asks of a real Problem)."""
+
+    own_precision = False
+
+    def reference(self, wl, args):
+        return (torch.ceil(args[0].float()).to(torch.int32),)
+
+    def oracle(self, wl, args):
+        return (torch.ceil(args[0].double()).to(torch.int32),)
+
+
+def test_the_second_opinion_forgives_a_boundary_and_notes_it():
+    from forgekernel.judge import boundary
+    from forgekernel.judge.correctness import OutputTolerance
+
+    problem, tol = _CeilProblem(), OutputTolerance(tol=0.0, source="exact")
+    x = [torch.tensor([1.5, 2.25, 3.0 + 1e-6, 5.5], dtype=torch.float64)]  # float32 keeps 3.000001
+    ref64 = problem.oracle(None, x)[0]
+    notes: list[str] = []
+    edge = torch.tensor([2, 3, 3, 6], dtype=torch.int32)  # off the oracle and the float32 reference
+    assert boundary.second_opinion(problem, None, x, 0, edge, ref64, tol, "cpu", notes)
+    assert notes == [boundary.NOTE.format(k=0, n=1)]
+    wrong = torch.tensor([2, 4, 4, 6], dtype=torch.int32)
+    assert not boundary.second_opinion(problem, None, x, 0, wrong, ref64, tol, "cpu", notes)
+    problem.own_precision = True  # an oracle in the reference's own dtype: no moved inputs
+    assert not boundary.second_opinion(problem, None, x, 0, edge, ref64, tol, "cpu", notes)
+    assert len(notes) == 1
+

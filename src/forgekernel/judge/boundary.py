@@ -41,8 +41,9 @@ def second_opinion(problem: Any, wl: Any, args: list[Any], k: int, out: Any, ref
         return k < len(refs)
     if out.is_floating_point() or problem.own_precision:
         return False
-    n = explained(lambda a: problem.oracle(wl, a), inputs.upcast(args, device), k, out,
-                  misses(out, ref64, refs[k]), seed=len(notes))
+    # float64 copies where the inputs are (host memory for a host-resident workload): the
+    # oracle moves them to its device itself, or computes in host memory where it must
+    n = explained(lambda a: problem.oracle(wl, a), inputs.upcast(args), k, out, misses(out, ref64, refs[k]))
     if n:
         notes.append(NOTE.format(k=k, n=n))
     return n > 0
@@ -93,4 +94,5 @@ def _signs(args: list[Any], seed: int) -> list[Any]:
 
 def misses(out: Any, oracle_out: Any, native_out: Any) -> Any:
     """Elements of an integer output that equal neither the oracle's nor the reference's."""
-    return (out != oracle_out.to(out.dtype)) & (out != native_out.to(device=out.device, dtype=out.dtype))
+    return ((out != oracle_out.to(device=out.device, dtype=out.dtype))
+            & (out != native_out.to(device=out.device, dtype=out.dtype)))
