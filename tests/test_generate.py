@@ -399,13 +399,19 @@ def get_init_inputs():
 '''
 
 
-def _converted(tmp_path, source: str):
-    """The KernelBench problem ``source`` converted into a forge task."""
+def _converted(tmp_path, source: str, library: bool = False):
+    """The KernelBench problem ``source`` converted into a forge task; ``library``: keep the
+    conversion's ``library_ops = ["convolution"]`` (else emptied: forge's own convolution)."""
     from forgekernel.kernelbench import convert
     from forgekernel.task import load_task
 
     (tmp_path / "problem.py").write_text(source)
-    return load_task(convert(tmp_path / "problem.py", tmp_path / "task"))
+    root = convert(tmp_path / "problem.py", tmp_path / "task")
+    toml = Path(root) / "task.toml"
+    assert 'library_ops = ["convolution"]' in toml.read_text()
+    if not library:
+        toml.write_text(toml.read_text().replace('library_ops = ["convolution"]', "library_ops = []"))
+    return load_task(root)
 
 
 def _generate_and_judge(task, tmp_path, check_text=None):
@@ -1371,6 +1377,34 @@ def test_a_fused_convolution_passes_the_judge_and_compiles_for_sm90(tmp_path):
     # the epilogue decodes each element's channel: by constants, not per element at run time
     assert runs["fused"][("_conv_kernel", "True")] <= 4 < runs["generic"][("_conv_kernel", "True")], runs
     assert set(runs["kernel"]) == {("_conv_kernel", "False"), ("_rt_tail_kernel", "True")}, runs
+
+
+def test_a_convolution_the_task_leaves_to_the_library_runs_there_and_the_judge_says_so(tmp_path):
+    """A converted KernelBench task lists ``convolution`` in its library_ops: the generated
+    candidate then defaults to CONV_LIBRARY = 1 (PyTorch's convolution, the fused tail a
+    Triton pass of its own), the search's first conv row tries forge's own convolution, and
+    the CPU judge passes it, naming the library part in the verdict. The same file judged
+    for a task whose library_ops is empty is REJECTED as a library call."""
+    from forgekernel.agents import builtin_generated
+    from forgekernel.delivery import make_runner
+    from forgekernel.judge import JudgeOptions, judge
+    from forgekernel.task import load_task
+
+    task = _converted(tmp_path, CONV_MISH, library=True)
+    gen = builtin_generated.generate(task)
+    assert "CONV_LIBRARY = 1" in gen.text and gen.conv_library
+    assert builtin_generated.tuning_groups(gen)[0] == ("CONV_LIBRARY",)
+    assert any("library_ops allows" in note for note in gen.library)
+    verdict = _generate_and_judge(task, tmp_path)
+    assert verdict.profile["library_ops"] == ["convolution"], verdict.profile
+    assert not any(k["name"] == "_conv_kernel" for k in verdict.profile["kernels"])
+    toml = Path(task.root) / "task.toml"
+    toml.write_text(toml.read_text().replace('library_ops = ["convolution"]', "library_ops = []"))
+    strict = load_task(task.root)
+    refused = judge(strict, tmp_path / "work", make_runner("cpu"), JudgeOptions(timing=False))
+    assert refused.status == "REJECTED" and "aten.convolution" in refused.reason, refused.reason
+    own = builtin_generated.generate(strict)
+    assert "CONV_LIBRARY = 0" in own.text and ("CONV_LIBRARY",) not in builtin_generated.tuning_groups(own)
 
 
 @pytest.mark.parametrize(("cin_g", "cout_g", "groups"), [

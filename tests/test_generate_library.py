@@ -42,7 +42,7 @@ KNOBS = {
              "GEMM_NUM_WARPS = 8", "GEMM_NUM_STAGES = 3", "GEMM_ALLOW_TF32 = 1"),
     "conv": ("CONV_BLOCK_M = ", "CONV_BLOCK_N = ", "CONV_BLOCK_K = ", "CONV_NUM_WARPS = ",
              "CONV_NUM_STAGES = ", "CONV_ALLOW_TF32 = 1", "CONV_DIRECT_BLOCK = ",
-             "CONV_DIRECT_WARPS = ", "CONV_COPY_NHWC = 1"),
+             "CONV_DIRECT_WARPS = ", "CONV_COPY_NHWC = 1", "CONV_LIBRARY = 0"),
     "sort": ("SORT_MAX_ROW = ", "SORT_PROGRAM_ELEMS = "),
     "scatter": ("SCATTER_BLOCK = ",),
     "rnn": ("RNN_BLOCK_B = ", "RNN_BLOCK_H = ", "RNN_BLOCK_K = ", "RNN_NUM_WARPS = ", "RNN_SEQ_WARPS = ",

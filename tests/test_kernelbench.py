@@ -302,7 +302,8 @@ def test_missing_file_and_occupied_out_dir(tmp_path):
 def test_converted_toml_is_plain_toml(tmp_path):
     task_dir = convert(FIXTURES / "3_row_softmax.py", tmp_path / "t")
     raw = tomllib.loads((task_dir / "task.toml").read_text())
-    assert raw["format"] == "kernelbench" and raw["policy"] == {"forbid": []}
+    assert raw["format"] == "kernelbench"
+    assert raw["policy"] == {"forbid": [], "library_ops": ["convolution"]}  # KernelBench lets ModelNew call PyTorch
     assert raw["judge"]["module_mode"] == "train"
 
 

@@ -66,3 +66,50 @@ def test_no_kernel_need_run_where_every_output_is_empty():
     assert audit.observed_violation(facts, empty=True, **rules) is None
     assert audit.observed_violation(facts, **rules)[0] == "no_launch"
     assert audit.all_empty([y]) and not audit.all_empty([y, x]) and not audit.all_empty([])
+
+
+def test_a_library_op_the_task_allows_carries_its_inputs_to_the_own_tail_kernel():
+    """With ``convolution`` among the task's library ops, the convolution's output counts as
+    derived from its inputs: the tail kernel that finishes it read x and w. Without it the
+    inputs reached no own launch."""
+    x, w = torch.randn(1, 3, 6, 6), torch.randn(4, 3, 3, 3)
+    for library, passed in ((frozenset({"convolution"}), [True, True]), (frozenset(), [False, False])):
+        with observe.watching(False, library=library) as seen:
+            y = torch.nn.functional.conv2d(x, w)  # the library's part
+        _launch(seen, "tail", y)
+        facts = observe.summary(seen, [x, w], (y,), ("tail",))
+        assert facts["inputs_passed"] == passed
+        assert "convolution" in facts["eager"]
+
+
+def test_a_vendor_library_op_is_refused_unless_the_task_lists_it():
+    """An eager convolution (cuDNN's work) around an own tail kernel: REJECTED as a library
+    call where the task's library_ops is empty, allowed where it lists convolution, and
+    refused again where the reference computes nothing but the convolution (the library op
+    would then be the whole operator)."""
+    from forgekernel.judge import audit
+
+    facts = {"launches": ["tail"], "eager": ["convolution"], "outputs_written": [True],
+             "inputs_passed": [True, True]}
+    rules = {"own": ["tail"], "forbid": (), "interpret": False}
+    ref_ops = {"convolution", "relu", "add"}
+    kind, reason = audit.observed_violation(facts, ref_ops=ref_ops, **rules)
+    assert kind == "library" and "aten.convolution" in reason and "library_ops" in reason
+    assert audit.observed_violation(facts, ref_ops=ref_ops, library=("convolution",), **rules) is None
+    assert audit.observed_violation(facts, ref_ops={"convolution"}, library=("convolution",),
+                                    **rules)[0] == "library"
+    mm = {**facts, "eager": ["mm"]}  # a matrix product by cuBLAS is a library call as well
+    assert audit.observed_violation(mm, ref_ops=ref_ops, library=("convolution",), **rules)[0] == "library"
+
+
+def test_an_aten_overload_called_directly_is_named_by_its_op():
+    """``torch.ops.aten.add.Tensor`` is the op ``add`` (not ``Tensor``) for the fallback rule."""
+    from forgekernel.judge import audit
+
+    for fn, key in ((torch.ops.aten.add.Tensor, "add"), (torch.ops.aten.convolution.default, "convolution"),
+                    (torch.add, "add")):
+        assert audit.op_key(audit.call_name(fn)) == key
+    x = torch.randn(4)
+    with observe.watching(False) as seen:
+        torch.ops.aten.mul.Tensor(x, x)
+    assert "mul" in observe.compute_ops(seen) and "Tensor" not in observe.compute_ops(seen)

@@ -268,5 +268,9 @@ def render(problem: Any) -> str:
     lines += _judge_lines(problem)
     lines += ["[target]", f"speedup = {TargetSpec().speedup}", "", "[budget]",
               f"iterations = {BudgetSpec().iterations}", f"minutes = {BudgetSpec().minutes}", "",
-              "[policy]", "forbid = []", ""]
+              "[policy]", "forbid = []",
+              "# KernelBench lets ModelNew call PyTorch: a candidate may leave these ATen ops to",
+              "# its library (cuDNN) while its own kernels do the rest; the verdict and report",
+              "# say so. Empty the list to have forge's own Triton convolution judged alone.",
+              'library_ops = ["convolution"]', ""]
     return "\n".join(lines)

@@ -8,7 +8,7 @@ changes after it is made (build a new one with ``model_copy(update=...)``).
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -156,10 +156,10 @@ class PolicySpec(Record):
     forbid: tuple[str, ...] = ()
     """Dotted library calls a candidate must not make (AST and launched-kernel audit)."""
     library_kernels: bool = False
-    """Triton kernels of installed libraries (Liger, say) count as the candidate's kernels: it
-    need not define one, and a library launch may do the work. Off by default, so an agent's
-    candidate must bring its own kernel; `forge judge --library-kernels` sets it for one
-    verdict. Eager PyTorch around the kernels is still judged as usual."""
+    """Triton kernels of installed libraries (Liger, say) count as the candidate's own (it need
+    not define one); off by default; `forge judge --library-kernels` sets it for one verdict."""
+    library_ops: tuple[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")], ...] = ()
+    """ATen ops (``convolution``) a candidate may leave to PyTorch's library (docs/tasks.md)."""
 
 
 class CostSpec(Record):

@@ -48,6 +48,7 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "CONV_NUM_WARPS": (2, 4, 8),
     "CONV_NUM_STAGES": (1, 2, 3, 4),
     "CONV_COPY_NHWC": (0, 1),
+    "CONV_LIBRARY": (0, 1),
     "RT_FUSE_TAIL": (0, 1),
     "CONV_DIRECT_BLOCK": (256, 512, 1024, 2048, 4096),
     "CONV_DIRECT_WARPS": (2, 4, 8),
@@ -65,9 +66,9 @@ KNOB_GROUPS: dict[str, tuple[tuple[str, ...], ...]] = {
                   ("RT_RED_WARPS",)),
     "gemm": (("GEMM_BLOCK_M", "GEMM_BLOCK_N"), ("GEMM_BLOCK_K", "GEMM_NUM_STAGES"),
              ("GEMM_NUM_WARPS",), ("GEMM_GROUP_M",)),
-    "conv": (("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
+    "conv": (("CONV_LIBRARY",), ("CONV_BLOCK_M", "CONV_BLOCK_N"), ("CONV_BLOCK_K", "CONV_NUM_STAGES"),
              ("CONV_NUM_WARPS",), ("CONV_COPY_NHWC",), ("RT_FUSE_TAIL",)),
-    "conv_direct": (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",)),
+    "conv_direct": (("CONV_LIBRARY",), ("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",)),
     "rnn": (("RNN_BLOCK_B", "RNN_BLOCK_H"), ("RNN_BLOCK_K", "RNN_NUM_WARPS"), ("RNN_SEQ_WARPS",)),
 }
 """Knobs swept together in one tuning row, by the kind of kernel they shape."""
@@ -87,6 +88,8 @@ class Generated:
     graph: str
     launches: int
     """Kernel launches per call: Inductor's kernels, forge's library kernels, eager fallbacks."""
+    conv_library: bool = False
+    """Whether CONV_LIBRARY may be 1 (:func:`conv_library`); it is then the default."""
 
 
 _CACHE: dict[str, Generated | AgentError] = {}
@@ -214,12 +217,26 @@ def _generate(task: TaskSpec) -> Generated:
     except Exception as exc:  # Inductor on the user's reference: one line, never a traceback
         raise builtin_ops.unsupported(task, f"lowering failed ({_one_line(exc)})") from None
     tf32 = int(task.judge.tf32)
-    text = templates.with_values(asm.text, {"GEMM_ALLOW_TF32": tf32, "CONV_ALLOW_TF32": tf32})
+    cudnn = conv_library(task, asm.text, asm.kernels)
+    text = templates.with_values(asm.text, {"GEMM_ALLOW_TF32": tf32, "CONV_ALLOW_TF32": tf32,
+                                            **({"CONV_LIBRARY": 1} if cudnn else {})})
     body = text[text.index("def _inductor_call("):text.index("def _inductor_args(")]
     _no_eager_compute(task, asm.fallbacks, body)
     launches = body.count(".run(") + body.count("extern_kernels.") + len(asm.fallbacks)
-    return Generated(text, asm.kernels, asm.library, _kinds(text, graph.conv_groups),
-                     _template(text), graph.describe(), max(launches, 1))
+    library = asm.library + ((LIBRARY_CONV_NOTE,) if cudnn else ())
+    return Generated(text, asm.kernels, library, _kinds(text, graph.conv_groups),
+                     _template(text), graph.describe(), max(launches, 1), cudnn)
+
+
+LIBRARY_CONV_NOTE = ("convolution by PyTorch's library (cuDNN on a GPU), as the task's [policy] "
+                     "library_ops allows (CONV_LIBRARY = 1; 0 runs forge's Triton convolution)")
+
+
+def conv_library(task: TaskSpec, text: str, kernels: tuple[str, ...]) -> bool:
+    """Whether the candidate may leave its convolutions to PyTorch's library: the task's
+    ``library_ops`` lists ``convolution`` and the candidate has Triton kernels of its own
+    besides (a convolution's tail, say), so that what it runs is not the library alone."""
+    return "convolution" in task.policy.library_ops and "CONV_LIBRARY" in text and bool(kernels)
 
 
 def _no_eager_compute(task: TaskSpec, fallbacks: tuple[str, ...], body: str) -> None:
@@ -285,6 +302,8 @@ def tuning_groups(gen: Generated) -> list[tuple[str, ...]]:
     have = {k.name for k in gen.template.knobs}
     if "_rt_conv_tail(" not in gen.text:  # no tail fused into a convolution: nothing to move
         have.discard("RT_FUSE_TAIL")
+    if not gen.conv_library:  # the task leaves no convolution to the library
+        have.discard("CONV_LIBRARY")
     groups = [g for kind in gen.kinds for g in KNOB_GROUPS.get(kind, ()) if set(g) <= have]
     return list(dict.fromkeys(groups))  # once, though both convolution kernels run
 

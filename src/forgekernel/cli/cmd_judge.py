@@ -77,6 +77,9 @@ def _print(verdict) -> None:
     if (verdict.profile or {}).get("library_kernels"):
         typer.echo("policy: library kernels count as the candidate's (--library-kernels or the "
                    "task's [policy] library_kernels)")
+    if libs := (verdict.profile or {}).get("library_ops"):
+        typer.echo("library parts: " + ", ".join(f"aten.{op}" for op in libs) + " ran in PyTorch's "
+                   "library (the task's [policy] library_ops)")
     if verdict.feedback:
         typer.echo("\n" + verdict.feedback)
 

@@ -1,19 +1,12 @@
-"""Launch audit and roofline flag (docs/judge.md threat model A7, C16, C17).
+"""Audit rules and roofline flag (docs/judge.md threat model A7, C16, C17).
 
-The launch audit runs one call of the candidate under
-:func:`forgekernel.profile.launches.capture_launches` and requires that
-
-* at least one of the candidate's own kernels (names from its sources) launched;
-* on a GPU, all its device work ran on the stream the call was made on: the timer's
-  events and the lead before them (see :mod:`forgekernel.judge.timing`) are on that
-  stream, and work on another stream could run before the start event;
-* on a GPU, its own kernels carried at least ``OWN_SHARE_MIN`` of the device time;
-* no library call the task forbids was made (torch functions seen by a TorchFunctionMode)
-  and, on a GPU, no kernel of one ran (kernel-name patterns);
-* the eager PyTorch work around the kernels does not recompute the operator: its compute
-  ops may not cover half or more of the reference's own compute ops;
-* on the CPU, where there is no device time: every output was passed as an argument to one
-  of the candidate's own Triton launches (the interpreter hook sees them).
+:func:`observed_violation` applies the audit's rules, in the verifier, to what the executor
+observed a correctness call do (:mod:`forgekernel.judge.observe`): at least one of the
+candidate's own kernels launched; no call the task forbids was made; every output was
+written by its own launches and they read the inputs; the eager PyTorch work around the
+kernels does not recompute the operator (its compute ops, less the task's ``library_ops``,
+may not cover half or more of the reference's). :func:`_check_cuda` reads a Kineto launch
+trace (side streams, forbidden library kernels, the own kernels' share of device time).
 
 The roofline flag: a time below the floor of :mod:`forgekernel.profile.roofline` (minimal
 bytes over size-matched measured bandwidth, flops over measured peak), by more than
@@ -22,12 +15,11 @@ bytes over size-matched measured bandwidth, flops over measured peak), by more t
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from forgekernel.judge.failure import Failure
@@ -105,9 +97,12 @@ def _summary(trace: Any, own: list[str]) -> dict[str, Any]:
 
 
 def call_name(func: Any) -> str:
-    """Dotted torch name of a function seen by a TorchFunctionMode."""
+    """Dotted torch name of a function seen by a TorchFunctionMode (an ATen overload called
+    directly, ``torch.ops.aten.add.Tensor``, as ``torch.ops.aten.add``)."""
     from torch.overrides import resolve_name
 
+    if (ns := getattr(func, "namespace", None)) and isinstance(opname := getattr(func, "_opname", None), str):
+        return f"torch.ops.{ns}.{opname}"
     name = resolve_name(func) or getattr(func, "__name__", repr(func))
     return name.removesuffix(".__get__")
 
@@ -214,71 +209,6 @@ def _forbidden_calls(calls: list[str], forbid: tuple[str, ...]) -> str | None:
     return None
 
 
-def audit(call: Callable[[], Any], *, device: str, own: list[str], forbid: tuple[str, ...],
-          ref_ops: set[str]) -> dict[str, Any]:
-    """Run the audit; returns the profile summary or raises a REJECTED Failure."""
-    cuda = device.startswith("cuda")
-    with EagerCalls() as eager:
-        summary, mine, others, out = _trace_cuda(call, own) if cuda else _trace_interpreter(call, own)
-    bad = _forbidden_calls(eager.calls, forbid)
-    if bad:
-        _reject(f"the call used {bad}, which the task forbids", summary, "forbidden")
-    if not mine:
-        launched = ", ".join(str(k["name"])[:60] for k in summary["kernels"][:5]) or "nothing"
-        _reject(f"none of your kernels ran during the call (launched: {launched}); a defined "
-                "kernel must be launched and do the work", summary, "no_launch")
-    if cuda:
-        _check_cuda(summary, mine, others, forbid)
-        with EagerCalls() as eager2, _jit_launches() as seen:
-            out = call()
-        launches = [launch for launch in seen if launch.name in own]
-        if launches:  # CUDA-extension kernels are not seen here: their outputs go unchecked
-            _check_outputs(summary, launches, out, eager2)
-    else:
-        _check_outputs(summary, mine, out, eager)
-    ops = eager.compute()
-    overlap = sorted(ops & ref_ops)
-    summary["eager_ops"] = sorted(ops)
-    if len(overlap) >= max(1, math.ceil(len(ref_ops) / 2)):
-        _reject("the operator is recomputed with PyTorch ops around your kernel ("
-                + ", ".join(overlap) + ")", summary, "fallback")
-    return summary
-
-
-def _trace_cuda(call: Callable[[], Any], own: list[str]) -> tuple[dict[str, Any], list[Any], list[Any], Any]:
-    from forgekernel.profile.launches import capture_launches
-
-    trace = capture_launches(call, device="cuda")
-    summary = _summary(trace, own)
-    summary["side_streams"] = list(trace.side_streams)
-    if trace.notes:
-        summary["launch_notes"] = list(trace.notes)
-    mine = [k for k in trace.kernels if is_own(k.name, own)]
-    return summary, mine, [k for k in trace.kernels if not is_own(k.name, own)], None
-
-
-@contextlib.contextmanager
-def _jit_launches() -> Iterator[list[Any]]:
-    """Compiled Triton launches (name and arguments) inside the block."""
-    from triton.runtime.jit import JITFunction
-
-    from forgekernel.profile.launches import TritonLaunch
-
-    seen: list[Any] = []
-    original = JITFunction.run
-
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs.get("warmup"):
-            seen.append(TritonLaunch(name=self.fn.__name__, args=args, kwargs=dict(kwargs)))
-        return original(self, *args, **kwargs)
-
-    JITFunction.run = run
-    try:
-        yield seen
-    finally:
-        JITFunction.run = original
-
-
 def _check_cuda(summary: dict[str, Any], mine: list[Any], others: list[Any], forbid: tuple[str, ...]) -> None:
     if summary.get("side_streams"):
         _reject("device work ran on a stream other than the call's ("
@@ -296,35 +226,6 @@ def _check_cuda(summary: dict[str, Any], mine: list[Any], others: list[Any], for
         top = max(others, key=lambda k: k.time_ms or 0.0)
         _reject(f"your kernels carried only {share:.0%} of the device time; most went to "
                 f"{top.name[:80]}", summary, "share")
-
-
-def _trace_interpreter(call: Callable[[], Any],
-                       own: list[str]) -> tuple[dict[str, Any], list[Any], list[Any], Any]:
-    """CPU: Triton launches seen by the interpreter hook (with their arguments)."""
-    from forgekernel.profile.launches import triton_launches
-
-    with triton_launches(keep_args=True) as seen:
-        out = call()
-    names = [launch.name for launch in seen]
-    summary: dict[str, Any] = {"launches": len(names), "kernels": [
-        {"name": n, "count": names.count(n), "own": n in own} for n in dict.fromkeys(names)],
-        "launch_source": "triton-interpreter"}
-    mine = [launch for launch in seen if launch.name in own]
-    return summary, mine, [launch for launch in seen if launch.name not in own], out
-
-
-def _check_outputs(summary: dict[str, Any], mine: list[Any], out: Any, eager: EagerCalls) -> None:
-    """Every output must come from one of the candidate's own launches: passed to it as an
-    argument, or derived from such a tensor by data movement only (a cast, a copy, a view)."""
-    import torch
-
-    touched = set().union(*(_storages((launch.args, launch.kwargs)) for launch in mine))
-    written = eager.reach(touched)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    for i, o in enumerate(outs):
-        if not isinstance(o, torch.Tensor) or (o.numel() and o.untyped_storage().data_ptr() not in written):
-            _reject(f"output {i} was not written by any of your Triton kernels (it came from "
-                    "PyTorch code around them)", summary, "output_not_written")
 
 
 def _reject(reason: str, summary: dict[str, Any], kind: str) -> None:
@@ -357,17 +258,37 @@ def all_empty(outputs: list[Any]) -> bool:
     return bool(outputs) and all(0 in tuple(o.shape) for o in outputs)
 
 
+LIBRARY_CLASS = frozenset({"convolution", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "mv",
+                           "dot", "_scaled_mm"})
+"""ATen ops (as the dispatcher sees them: ``F.conv2d``, ``torch.matmul`` and ``F.linear``
+arrive as these) whose work is a vendor library's (cuDNN, cuBLAS): a candidate may call one
+only where the task's ``[policy] library_ops`` lists it."""
+
+
+def library_left(library: tuple[str, ...], ref_ops: set[str]) -> set[str]:
+    """The task's library ops a candidate may leave to PyTorch: none when the reference
+    computes nothing else (then the library op is the operator, and the kernel must be own)."""
+    allowed = set(library)
+    return allowed if ref_ops - allowed else set()
+
+
 def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tuple[str, ...],
                        ref_ops: set[str], interpret: bool, inputs_matter: bool = True,
-                       empty: bool = False) -> tuple[str, str] | None:
+                       empty: bool = False, library: tuple[str, ...] = ()) -> tuple[str, str] | None:
     """(kind, reason) of the first audit rule what the executor observed breaks, else None
     (``own`` None: the task allows library kernels, so any Triton launch is the candidate's;
     ``inputs_matter`` False: the reference's answer at this workload does not depend on the
     input values, so reading none of them is no fault; ``empty``: every output has no element,
-    so there is nothing a kernel must compute and none need launch)."""
+    so there is nothing a kernel must compute and none need launch; ``library``: the ATen ops
+    the task leaves to the library, not counted as the operator recomputed, unless the
+    reference computes nothing else)."""
     bad = _forbidden_calls([str(c) for c in obs.get("calls", [])], forbid)
     if bad:
         return "forbidden", f"the call used {bad}, which the task forbids"
+    left = library_left(library, ref_ops)
+    if vendor := sorted(({str(o) for o in obs.get("eager", [])} & LIBRARY_CLASS) - left):
+        return "library", (f"the call left aten.{vendor[0]} to PyTorch's library (cuDNN, cuBLAS), "
+                           "which the task does not allow (its [policy] library_ops)")
     launches = [str(n) for n in obs.get("launches", [])]
     if not empty and not any(own is None or is_own(n, own) for n in launches):
         shown = ", ".join(sorted(set(launches))[:5]) or "nothing"
@@ -385,7 +306,7 @@ def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tu
     if inputs_matter and tensors and not any(tensors):
         return "inputs_not_read", ("none of your kernels read the inputs: a kernel that only copies "
                                    "an answer computed elsewhere is not the kernel")
-    ops = {str(o) for o in obs.get("eager", [])}
+    ops = {str(o) for o in obs.get("eager", [])} - left
     overlap = sorted(ops & ref_ops)
     if ref_ops and len(overlap) >= max(1, math.ceil(len(ref_ops) / 2)):
         return "fallback", ("the operator is recomputed with PyTorch ops around your kernel ("

@@ -51,8 +51,8 @@ class Executor:
         self.fn: Any = None
         self.models: dict[str, Any] = {}
         self.lent: set[str] = set()  # module constants lent to the candidate module (it lacked them)
-        self.own: tuple[str, ...] | None = ()
-        """The candidate's kernel names (None: any Triton kernel counts, library ones too)."""
+        self.own: tuple[str, ...] | None = ()  # its kernel names (None: any Triton kernel counts)
+        self.library: frozenset[str] = frozenset()  # ATen ops the task leaves to the library
         self.candidate_dir = ""
         self.outputs: dict[str, tuple[Any, ...]] = {}
         self.boot: dict[str, float] = {}
@@ -102,6 +102,7 @@ class Executor:
 
         kernel = Path(msg["kernel"])
         self.own = None if msg.get("any_kernel") else tuple(str(n) for n in msg.get("own", ()))
+        self.library = frozenset(str(n) for n in msg.get("library_ops", ()))
         self.native = bool(msg.get("native")) and self.device == "cuda"
         self.candidate_dir = str(kernel.parent.resolve())
         if self.candidate_dir not in sys.path:
@@ -160,7 +161,7 @@ class Executor:
         before = guards.thread_ids()
         stream = torch.cuda.current_stream() if self.device == "cuda" else None
         start = time.perf_counter()
-        watching = (observe.watching(self.interpret, native=self.native) if msg.get("observe", True)
+        watching = (observe.watching(self.interpret, self.native, self.library) if msg.get("observe", True)
                     else _unwatched())
         filled = guards.filled_empties(self.device == "cpu" and msg.get("poison") is not None)
         with watching as seen, filled:

@@ -36,6 +36,9 @@ class Seen:
     launches: list[dict[str, Any]] = field(default_factory=list)
     keep: list[Any] = field(default_factory=list)
     inside: list[bool] = field(default_factory=lambda: [False])
+    library: frozenset[str] = frozenset()
+    """ATen ops the task leaves to the library: their outputs count as derived from their
+    inputs (a convolution's output that the candidate's own tail kernel finishes)."""
 
 
 def storages(value: Any) -> set[int]:
@@ -85,9 +88,14 @@ def _eager(seen: Seen) -> Iterator[None]:
             return False  # not wrapped in torch._disable_dynamo: no torch._dynamo import (6 s on the H200)
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **(kwargs or {}))
             if not seen.inside[0]:
-                seen.aten.append(getattr(func, "__name__", str(func)).split(".")[0])
-            return func(*args, **(kwargs or {}))
+                name = getattr(func, "__name__", str(func)).split(".")[0]
+                seen.aten.append(name)
+                if name in seen.library:
+                    seen.flows.append((storages((args, kwargs)), storages(result)))
+                    seen.keep.append((args, kwargs, result))
+            return result
 
     class _Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -96,7 +104,7 @@ def _eager(seen: Seen) -> Iterator[None]:
             if not seen.inside[0]:
                 name = call_name(func)
                 seen.calls.append(name)
-                if op_key(name) in TRIVIAL_CALLS:
+                if op_key(name) in TRIVIAL_CALLS or op_key(name) in seen.library:
                     seen.flows.append((storages((args, kwargs)), storages(result)))
                     seen.keep.append((args, kwargs, result))
             return result
@@ -204,10 +212,12 @@ def _is_copy(name: str) -> bool:
 
 
 @contextlib.contextmanager
-def watching(interpret: bool, native: bool = False) -> Iterator[Seen]:
+def watching(interpret: bool, native: bool = False,
+             library: frozenset[str] = frozenset()) -> Iterator[Seen]:
     """Observe the block: eager torch calls and Triton launches (see the module docstring);
-    ``native``: also every CUDA kernel that ran (a CUDA C++ or CuTe DSL candidate on a GPU)."""
-    seen = Seen()
+    ``native``: also every CUDA kernel that ran (a CUDA C++ or CuTe DSL candidate on a GPU);
+    ``library``: the ATen ops the task leaves to the library (:attr:`Seen.library`)."""
+    seen = Seen(library=library)
     hook = _interpreter if interpret else _compiled
     device = _device_kernels(seen) if native else contextlib.nullcontext()
     with device, hook(seen), _eager(seen):

@@ -153,6 +153,7 @@ class CandidateProcess:
         reply = self._ask({"op": "load", "kernel": str(self.kernel), "entry": entry,
                            "own": list(self.session.own_kernels),
                            "any_kernel": self.session.library_kernels,
+                           "library_ops": list(self.session.task.policy.library_ops),
                            "native": self.session.native},
                           REQUEST_S["load"], phase="import", where="import")
         self.boot = reply.get("boot") if isinstance(reply.get("boot"), dict) else {}

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forgekernel.judge import accounting, boundary, guards, ipc, residency, values, wire
+from forgekernel.judge import accounting, audit, boundary, guards, ipc, residency, values, wire
 from forgekernel.judge import correctness as cx
 from forgekernel.judge import inputs as inp
 from forgekernel.judge.failure import Failure
@@ -190,8 +190,10 @@ class Session:
             names += [str(n) for n in obs.get("launches") or []]
         kernels = [{"name": n, "count": names.count(n) // max(len(self.observed), 1),
                     "own": n in self.own_kernels} for n in dict.fromkeys(names)]
+        eager = {str(o) for obs in self.observed for o in obs.get("eager") or []}
+        left = audit.library_left(self.task.policy.library_ops, self.ref_ops or set())
         return {"kernels": kernels, "launches": len(names) // max(len(self.observed), 1),
-                "eager_ops": sorted({str(o) for obs in self.observed for o in obs.get("eager") or []})}
+                "eager_ops": sorted(eager), "library_ops": sorted(eager & left)}
 
     def _load(self, proc: Any) -> None:
         proc.load(self.problem.kernelbench)
@@ -230,13 +232,12 @@ class Session:
 
     def check_observed(self, slot: Slot, observed: dict[str, Any]) -> None:
         """The audit rules on what the executor saw the call do."""
-        from forgekernel.judge import audit
-
         if self.ref_ops is None:
             self.ref_ops = self._reference_ops(slot)
         rules = functools.partial(audit.observed_violation, observed, forbid=self.task.policy.forbid,
                                   own=None if self.library_kernels else self.own_kernels, ref_ops=self.ref_ops,
-                                  interpret=self.interpret, empty=audit.all_empty(slot.outputs))
+                                  interpret=self.interpret, empty=audit.all_empty(slot.outputs),
+                                  library=self.task.policy.library_ops)
         why = rules()
         if why is not None and why[0] == "inputs_not_read" and not self._reference_reads(slot):
             why = rules(inputs_matter=False)

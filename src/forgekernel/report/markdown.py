@@ -162,6 +162,10 @@ def render(rd: rundir.RunDir, state: RunState, plots: dict[str, str]) -> str:
         held = (verdict.profile or {}).get("sandbox")
         if held:
             lines.append(f"Candidate code ran in: {held}.")
+        if libs := (verdict.profile or {}).get("library_ops"):
+            lines.append("Library parts: " + ", ".join(f"aten.{op}" for op in libs) + " ran in PyTorch's "
+                         "library (cuDNN, cuBLAS), not in the kernel's own code, as the task's [policy] "
+                         "library_ops allows.")
     lines += ["", f"**Target: {target:g}x the reference -- {'met' if met else 'NOT met'}** "
               f"(exit code {0 if met else 2}). Stopped: {end.reason if end else 'not finished'}.", "",
               *[f"Next: {line}." for line in next_steps(rd, state)], "",

@@ -6,27 +6,27 @@ output channels-last when the input or the weight is (as aten on the GPU).
 
 ``_conv_kernel`` treats every convolution as 3-D and as one GEMM per group (M: output
 positions, N: the group's output channels, K: taps x the group's input channels), tiles
-gathered with computed indices and masks (the geometry, kernel size, stride, padding,
-dilation, channels per group and output size, is constexpr: index divisions by constants), products on
-``tl.dot`` with fp32 accumulation, the bias added before the store, the weight repacked per
-call to [groups, taps * Cin/groups, Cout/groups]. K is walked tap by tap in blocks of input
-channels (16 or more per group), else as one flat taps x channels range. A strided transposed convolution without dilation runs as
-one stride-1 launch per output phase (every tap walked contributes). NCDHW tiles are moved
-transposed (neighbouring threads on neighbouring positions): the output always, the input in
-place for 1x1 kernels and the flat walk, else from a channels-last copy (faster on the H200
-for 3x3, 3x3x3, transposed k4). Thin groups (under 16 output channels and at most 16 input x
-output channels per group: depthwise and the like), where a product tile would be mostly
-padding, run ``_conv_direct_kernel``: multiply-adds over a [positions, channels] tile.
+gathered with computed indices and masks (the geometry is constexpr: index divisions by
+constants), products on ``tl.dot`` with fp32 accumulation, the bias added before the store,
+the weight repacked per call to [groups, taps * Cin/groups, Cout/groups]. K is walked tap by
+tap in blocks of input channels (16 or more per group), else as one flat taps x channels
+range. A strided transposed convolution without dilation runs as one stride-1 launch per
+output phase (every tap walked contributes). NCDHW tiles are moved transposed: the output
+always, the input in place for 1x1 kernels and the flat walk, else from a channels-last copy
+(faster on the H200 for 3x3, 3x3x3, transposed k4). Thin groups (under 16 output channels
+and at most 16 input x output channels per group: depthwise and the like) run
+``_conv_direct_kernel``: multiply-adds over a [positions, channels] tile.
 
 ``epilogue=(fn, args)``: after each tile is stored (and a barrier) ``fn(offsets, mask, (y,
-*args))`` runs on it, offsets counted from y's start (an in-place element-wise pass over the
-output, fused by the generator: its fuse.py).
+*args))`` runs on it, offsets from y's start (an in-place element-wise pass: generate/fuse.py).
 
 Knobs (header below): CONV_BLOCK_M/N/K (tile sizes, clamped to the next power of two >= the
 dimension, at least 16), CONV_NUM_WARPS, CONV_NUM_STAGES, CONV_ALLOW_TF32 (1: fp32 inputs on
 tf32 tensor cores, 0: "ieee" products), CONV_DIRECT_BLOCK/WARPS (the direct kernel's tile in
-elements, warps), CONV_COPY_NHWC (0: gather an NCDHW input in place, never copied). The CPU
-interpreter upcasts bf16/fp16 tiles to fp32 before the product.
+elements, warps), CONV_COPY_NHWC (0: gather an NCDHW input in place, never copied),
+CONV_LIBRARY (read by the candidate's call site: 1 leaves the convolution to PyTorch, cuDNN
+with its own TF32 setting, the epilogue then a pass of its own; offered only where the task's
+``[policy] library_ops`` lists ``convolution``). The interpreter upcasts bf16/fp16 tiles.
 """
 
 import math
@@ -45,6 +45,7 @@ CONV_ALLOW_TF32 = 1
 CONV_DIRECT_BLOCK = 1024
 CONV_DIRECT_WARPS = 4
 CONV_COPY_NHWC = 1
+CONV_LIBRARY = 0
 # --- end ---
 
 _conv_flat_below = 16  # input channels per group under which K is one flat taps x channels range
@@ -290,8 +291,7 @@ def _conv_block(dim, knob):
 
 
 def _conv_span(t):
-    """Elements from a tensor's first to its last element (its numel when dense; more for
-    a strided view, whose offsets reach that far)."""
+    """Elements from a tensor's first to its last element (more than numel for a strided view)."""
     return 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride(), strict=True))
 
 

@@ -283,13 +283,25 @@ def _rt_conv_tail(conv, *args, epilogue):
     the convolution's kernels (RT_FUSE_TAIL = 1) or over the whole output after it (0)."""
     if RT_FUSE_TAIL:
         return conv(*args, epilogue=epilogue)
-    y = conv(*args)
+    return _rt_tail(conv(*args), epilogue)
+
+
+def _rt_tail(y, epilogue):
+    """The element-wise tail ``epilogue`` as a pass of its own over ``y``."""
     n = y.numel()
     if n:
         _rt_tail_kernel[(-(-n // RT_PW_BLOCK),)](n, EPI=epilogue[0], epi_args=(y, *epilogue[1]),
                                                   BLOCK=RT_PW_BLOCK, INDEX64=n + RT_PW_BLOCK > _RT_INT32_MAX,
                                                   num_warps=RT_PW_WARPS)
     return y
+
+
+def _rt_aten_conv(x, w, bias, stride, padding, dilation, transposed, output_padding, groups, epilogue=None):
+    """PyTorch's convolution (cuDNN on a GPU), where the task's ``library_ops`` leaves it to the
+    library (CONV_LIBRARY = 1); then the tail, if any, as a pass of its own."""
+    y = torch.ops.aten.convolution.default(x, w, bias, list(stride), list(padding), list(dilation),
+                                           bool(transposed), list(output_padding), int(groups))
+    return y if epilogue is None else _rt_tail(y, epilogue)
 
 
 class _RtLaunch:
