@@ -1398,6 +1398,11 @@ def test_a_convolution_the_task_leaves_to_the_library_runs_there_and_the_judge_s
     verdict = _generate_and_judge(task, tmp_path)
     assert verdict.profile["library_ops"] == ["convolution"], verdict.profile
     assert not any(k["name"] == "_conv_kernel" for k in verdict.profile["kernels"])
+    moved = tmp_path / "moved"  # CONV_LIBRARY = 2: the library's convolution on channels-last copies
+    moved.mkdir()
+    (moved / "kernel.py").write_text(gen.text.replace("CONV_LIBRARY = 1", "CONV_LIBRARY = 2"))
+    again = judge(task, moved, make_runner("cpu"), JudgeOptions(timing=False))
+    assert again.passed, again.feedback
     toml = Path(task.root) / "task.toml"
     toml.write_text(toml.read_text().replace('library_ops = ["convolution"]', "library_ops = []"))
     strict = load_task(task.root)

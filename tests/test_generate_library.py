@@ -139,6 +139,28 @@ def test_interpreter_provides_every_libdevice_function_inductor_emits(tmp_path):
     assert np.allclose(mod._rt_erfinv(v), torch.special.erfinv(torch.from_numpy(v)).double().numpy(), atol=1e-6)
 
 
+def test_the_library_convolution_keeps_the_layout_the_caller_was_lowered_for(tmp_path):
+    """``_rt_aten_conv`` (CONV_LIBRARY 1 and 2): PyTorch's convolution; at 2 on channels-last
+    copies of contiguous operands, its output copied back to the contiguous layout the tail
+    kernel and the caller index, a channels-last input left as it is."""
+    import torch
+
+    path = tmp_path / "kernel.py"
+    path.write_text(library.source("runtime") + "\n\n" + library.source("interpret"))
+    spec = importlib.util.spec_from_file_location("candidate_runtime", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x, w, b = torch.randn(2, 4, 9, 9), torch.randn(6, 4, 3, 3), torch.randn(6)
+    want = torch.nn.functional.conv2d(x, w, b, stride=2, padding=1)
+    args = (b, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+    for moved in (False, True):
+        y = mod._rt_aten_conv(x, w, *args, channels_last=moved)
+        assert y.is_contiguous() and torch.allclose(y, want, atol=1e-5)
+    xl = x.contiguous(memory_format=torch.channels_last)
+    y = mod._rt_aten_conv(xl, w, *args, channels_last=True)
+    assert y.is_contiguous(memory_format=torch.channels_last) and torch.allclose(y, want, atol=1e-5)
+
+
 def test_error_measure_flags_wrong_values():
     sys.path.insert(0, str(REPO / "tests"))
     try:

@@ -48,7 +48,7 @@ KNOB_SPACES: dict[str, tuple[int, ...]] = {
     "CONV_NUM_WARPS": (2, 4, 8),
     "CONV_NUM_STAGES": (1, 2, 3, 4),
     "CONV_COPY_NHWC": (0, 1),
-    "CONV_LIBRARY": (0, 1),
+    "CONV_LIBRARY": (0, 1, 2),
     "RT_FUSE_TAIL": (0, 1),
     "CONV_DIRECT_BLOCK": (256, 512, 1024, 2048, 4096),
     "CONV_DIRECT_WARPS": (2, 4, 8),

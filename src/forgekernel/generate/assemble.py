@@ -266,8 +266,10 @@ _LIB_ADAPTER = {
                 "    return baddbmm(bias, a, b, alpha=alpha, beta=beta)\n"),
     "convolution": ("\ndef _lib_convolution(x, w, bias, stride, padding, dilation, transposed,"
                     " output_padding, groups, epilogue=None):\n"
-                    "    conv = _rt_aten_conv if CONV_LIBRARY else convolution  # CONV_LIBRARY: conv.py\n"
-                    "    return conv(x, w, bias, stride, padding, dilation, transposed, output_padding, "
+                    "    if CONV_LIBRARY:  # the knob is conv.py's\n"
+                    "        return _rt_aten_conv(x, w, bias, stride, padding, dilation, transposed, "
+                    "output_padding, groups, epilogue, CONV_LIBRARY == 2)\n"
+                    "    return convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, "
                     "groups, epilogue)\n"),
     "sort": "\ndef _lib_sort(x, dim, descending):\n    return sort(x, dim, descending)\n",
     "topk": ("\ndef _lib_topk(x, k, dim, largest, sorted):\n"

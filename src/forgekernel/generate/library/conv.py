@@ -25,8 +25,8 @@ dimension, at least 16), CONV_NUM_WARPS, CONV_NUM_STAGES, CONV_ALLOW_TF32 (1: fp
 tf32 tensor cores, 0: "ieee" products), CONV_DIRECT_BLOCK/WARPS (the direct kernel's tile in
 elements, warps), CONV_COPY_NHWC (0: gather an NCDHW input in place, never copied),
 CONV_LIBRARY (read by the candidate's call site: 1 leaves the convolution to PyTorch, cuDNN
-with its own TF32 setting, the epilogue then a pass of its own; offered only where the task's
-``[policy] library_ops`` lists ``convolution``). The interpreter upcasts bf16/fp16 tiles.
+with its own TF32 setting, the epilogue a pass of its own, 2 the same on channels-last copies;
+only where the task's ``[policy] library_ops`` lists ``convolution``). Tiles upcast on CPU.
 """
 
 import math

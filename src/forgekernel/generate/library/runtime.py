@@ -281,9 +281,7 @@ def _rt_tail_kernel(n, EPI: tl.constexpr, epi_args, BLOCK: tl.constexpr, INDEX64
 def _rt_conv_tail(conv, *args, epilogue):
     """``conv(*args)`` with the element-wise tail ``epilogue`` run on each output tile inside
     the convolution's kernels (RT_FUSE_TAIL = 1) or over the whole output after it (0)."""
-    if RT_FUSE_TAIL:
-        return conv(*args, epilogue=epilogue)
-    return _rt_tail(conv(*args), epilogue)
+    return conv(*args, epilogue=epilogue) if RT_FUSE_TAIL else _rt_tail(conv(*args), epilogue)
 
 
 def _rt_tail(y, epilogue):
@@ -296,11 +294,17 @@ def _rt_tail(y, epilogue):
     return y
 
 
-def _rt_aten_conv(x, w, bias, stride, padding, dilation, transposed, output_padding, groups, epilogue=None):
-    """PyTorch's convolution (cuDNN on a GPU), where the task's ``library_ops`` leaves it to the
-    library (CONV_LIBRARY = 1); then the tail, if any, as a pass of its own."""
+def _rt_aten_conv(x, w, bias, stride, padding, dilation, transposed, output_padding, groups, epilogue=None,
+                  channels_last=False):
+    """PyTorch's convolution (cuDNN) where the task leaves it to the library (CONV_LIBRARY 1; 2: on
+    channels-last copies, the output copied back); then the tail, if any, as a pass of its own."""
+    moved = channels_last and x.dim() in (4, 5) and x.is_contiguous() and w.is_contiguous()
+    if moved:
+        fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+        x, w = x.contiguous(memory_format=fmt), w.contiguous(memory_format=fmt)
     y = torch.ops.aten.convolution.default(x, w, bias, list(stride), list(padding), list(dilation),
                                            bool(transposed), list(output_padding), int(groups))
+    y = y.contiguous() if moved else y  # the layout the tail and the caller were lowered for
     return y if epilogue is None else _rt_tail(y, epilogue)
 
 
