@@ -156,6 +156,37 @@ def test_a_task_whose_judge_footprint_is_over_the_share_is_too_big_to_share(tmp_
     assert not too_big_to_share(tmp_path / "no_task_here", 8.0)  # its forge run will say why
 
 
+def test_problems_too_big_to_share_run_after_the_others(tmp_path):
+    """A problem that must have its GPU alone would stop every other problem from starting
+    while it waits and runs (an H100 sample at 5b2178f ran one problem at a time for most of
+    its 850 s): the first pass hands it back, converted but not run, and the bench runs such
+    problems one by one once the shareable ones are done."""
+    from concurrent.futures import Future
+
+    from forgekernel.bench_slots import GpuSlots
+    from forgekernel.kernelbench import convert
+
+    src = tmp_path / "19_ReLU.py"
+    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                   "    def forward(self, x):\n        return torch.relu(x)\n\n"
+                   "batch_size = 4096\ndim = 393216\n\n"
+                   "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
+                   "def get_init_inputs():\n    return []\n")
+    run_dir = tmp_path / "bench" / "problems" / "19_relu" / "run"
+    convert(src, run_dir / "task")
+    (run_dir / "run.toml").write_text("")  # converted already: no `forge new` here
+    problem = bench.Problem("19_relu", str(src))
+    settings = bench.BenchSettings(delivery="local", share_gb=8.0)
+    slots = GpuSlots(jobs=2, gpus=1)
+    assert bench.run_problem(tmp_path / "bench", problem, settings, 0, slots, defer=True) is problem
+    assert slots.claims[0] == 0 and not (run_dir.parent / "run.log").exists()  # nothing claimed, nothing run
+    done: list[dict] = []
+    futures = [Future() for _ in range(3)]
+    for future, result in zip(futures, ({"slug": "a"}, problem, None), strict=True):
+        future.set_result(result)  # None: interrupted, left for the resume
+    assert bench._drain(futures, done.append) == [problem] and done == [{"slug": "a"}]
+
+
 def test_gpus_need_the_local_delivery_and_no_bench_dir_is_made(tmp_path):
     proc = _forge("bench", str(FIXTURES), "--out", str(tmp_path / "b"), "--delivery", "cpu",
                   "--gpus", "2", cwd=tmp_path)

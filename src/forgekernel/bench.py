@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from forgekernel.bench_compile import compile_ratio, timed_axes
 from forgekernel.bench_slots import GpuSlots, too_big_to_share
 from forgekernel.errors import ForgeError
 
@@ -183,13 +183,24 @@ def run(root: Path, on_result: Callable[[dict[str, Any]], None] = lambda row: No
     record = _Recorder(root, on_result)
     pool = ThreadPoolExecutor(max_workers=max(1, settings.jobs))
     slots = gpu_slots(settings)
-    try:
-        for future in as_completed([pool.submit(_on_a_slot, slots, root, p, settings) for p in todo]):
-            if (row := future.result()) is not None:  # None: interrupted, left for the resume
-                record(row)
+    try:  # problems too big to share the GPU wait until the others are done, then run one by one
+        later = _drain([pool.submit(_on_a_slot, slots, root, p, settings, True) for p in todo], record)
+        _drain([pool.submit(_on_a_slot, slots, root, p, settings, False) for p in later], record)
     finally:  # on Ctrl-C the problems not yet started stay unstarted
         pool.shutdown(wait=True, cancel_futures=True)
     return summary(root)
+
+
+def _drain(futures: list[Any], record: Callable[[dict[str, Any]], None]) -> list[Problem]:
+    """Record each finished problem's row; the problems deferred (too big to share), in order.
+    A None row: interrupted, left for the resume."""
+    later = []
+    for future in as_completed(futures):
+        if isinstance(row := future.result(), Problem):
+            later.append(row)
+        elif row is not None:
+            record(row)
+    return later
 
 
 def gpu_slots(settings: BenchSettings) -> GpuSlots:
@@ -198,11 +209,11 @@ def gpu_slots(settings: BenchSettings) -> GpuSlots:
     return GpuSlots(settings.jobs, settings.gpus)
 
 
-def _on_a_slot(slots: GpuSlots, root: Path, problem: Problem,
-               settings: BenchSettings) -> dict[str, Any] | None:
+def _on_a_slot(slots: GpuSlots, root: Path, problem: Problem, settings: BenchSettings,
+               defer: bool) -> dict[str, Any] | Problem | None:
     gpu = slots.take()
     try:
-        return run_problem(root, problem, settings, gpu, slots)
+        return run_problem(root, problem, settings, gpu, slots, defer)
     finally:
         slots.give(gpu)
 
@@ -215,11 +226,12 @@ def summary(root: Path) -> dict[str, Any]:
     return bench_summary.write(root, problems, settings, finished(root))
 
 
-def run_problem(root: Path, problem: Problem, settings: BenchSettings,
-                gpu: int | None = None, slots: GpuSlots | None = None) -> dict[str, Any] | None:
+def run_problem(root: Path, problem: Problem, settings: BenchSettings, gpu: int | None = None,
+                slots: GpuSlots | None = None, defer: bool = False) -> dict[str, Any] | Problem | None:
     """Convert (KernelBench files), run and read back one problem; never raises. None when
     `forge new` or `forge run` was interrupted (Ctrl-C, a signal): the problem is not finished
-    and a later `forge bench` on the bench dir resumes it."""
+    and a later `forge bench` on the bench dir resumes it. ``defer``: a problem too big to share
+    its GPU is returned, converted but not run, to run after the others."""
     start = time.monotonic()
     env = {"FK_GPU": str(gpu)} if gpu is not None else {}
     if settings.share_gb:
@@ -244,6 +256,8 @@ def run_problem(root: Path, problem: Problem, settings: BenchSettings,
             return {**row, **_failed("convert", base / "new.log", out), "wall_s": _since(start)}
     alone = slots is not None and gpu is not None and settings.share_gb is not None \
         and too_big_to_share(run_dir, settings.share_gb)
+    if alone and defer:
+        return problem
     with slots.alone(gpu) if alone else contextlib.nullcontext():
         if alone:
             row["gpu_alone"] = "its judge's estimated footprint is over the share: run with the GPU to itself"
@@ -284,36 +298,6 @@ def _compile_peer(base: Path, run_dir: Path, settings: BenchSettings, row: dict[
     except (OSError, ValueError):
         return {"compile_note": "torch.compile not timed: " + _failed("compare", base / "compare.log", out)["error"]}
     return compile_ratio(record, timed_axes(row))
-
-
-def timed_axes(row: dict[str, Any]) -> list[dict[str, int]] | None:
-    """The workloads the judge's speedup came from (its visible timed ones), None if unknown."""
-    axes = [w["axes"] for w in row.get("workloads") or [] if w.get("speedup") is not None]
-    return axes or None
-
-
-def compile_ratio(record: dict[str, Any], only: list[dict[str, int]] | None = None) -> dict[str, Any]:
-    """``speedup_compile``: the geometric mean of torch.compile's time over the kernel's on the
-    workloads where both matched the reference (``only``: of those, the ones the judge's
-    speedup over eager came from, so that both figures cover the same sizes); a note for the
-    workloads where torch.compile did not match."""
-    ratios, notes = [], []
-    for wl in record.get("workloads", []):
-        if only is not None and wl.get("axes") not in only:
-            continue
-        rows = {r.get("kind"): r for r in wl.get("rows", [])}
-        comp = rows.get("compile") or {}
-        if comp.get("status") == "ok" and isinstance(comp.get("vs_kernel"), (int, float)) and comp["vs_kernel"] > 0:
-            ratios.append(comp["vs_kernel"])
-        else:
-            label = " x ".join(f"{k}={v}" for k, v in wl.get("axes", {}).items())
-            notes.append(f"{label}: torch.compile {comp.get('status', 'absent')} {comp.get('detail', '')}".strip())
-    out: dict[str, Any] = {"compile_timing": record.get("label")}
-    if ratios:
-        out["speedup_compile"] = statistics.geometric_mean(ratios)
-    if notes:
-        out["compile_note"] = "; ".join(notes)[:300]
-    return out
 
 
 def _forge(args: list[str], log: Path, timeout_s: float,
