@@ -55,3 +55,50 @@ def test_model_source_brings_the_tables_init_reads_and_not_the_workload_constant
     namespace: dict = {}
     exec("\n".join(preamble), namespace)  # the preamble runs on its own: imports, table, helper
     assert list(namespace["_table"]()) == [-1.0, -0.5, 0.0, 0.5, 1.0]
+
+
+HELPERS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    SCALE = 0.5
+
+    def __init__(self, n):
+        super(Model, self).__init__()
+        self.register_buffer("table", self._table(n) * self.SCALE)
+
+    @staticmethod
+    def _table(n):
+        return torch.arange(n, dtype=torch.float32)
+
+    def forward(self, x):
+        return x * self.table
+
+
+n = 8
+
+
+def get_inputs():
+    return [torch.rand(4, n)]
+
+
+def get_init_inputs():
+    return [n]
+'''
+
+
+def test_model_source_brings_the_methods_and_class_attributes_init_uses(tmp_path):
+    """Whisper's log-Mel front end (our operator 182) builds its filterbank in a static method
+    that __init__ calls: ModelNew must have it (it had only __init__: AttributeError)."""
+    import textwrap
+
+    src = tmp_path / "helpers.py"
+    src.write_text(HELPERS)
+    task = load_task(convert(src, tmp_path / "t"))
+    members, preamble = model_source(task)
+    assert "@staticmethod" in members and "SCALE = 0.5" in members and "def forward" not in members
+    namespace: dict = {}
+    exec("\n".join(preamble) + "\n\nclass ModelNew(nn.Module):\n" + textwrap.indent(
+        members.replace("super(Model, self)", "super()"), "    "), namespace)
+    assert namespace["ModelNew"](4).table.tolist() == [0.0, 0.5, 1.0, 1.5]

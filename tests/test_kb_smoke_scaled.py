@@ -180,3 +180,41 @@ def get_init_inputs():
     assert task.inputs["pcm"].dtype == "int16" and task.smoke_workloads()
     x = instance.build(task, reference_function(task)[1], task.smoke_workloads()[0], device="cpu", seed=0).inputs[0]
     assert x.dtype.is_floating_point is False and str(x.dtype) == "torch.int16" and int(x.abs().max()) > 1000
+
+
+NAN_BELOW = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x / float(x.shape[1] >= 512) * 0 + x  # NaN at widths under 512
+
+
+dim = 4096
+
+
+def get_inputs():
+    return [torch.rand(dim, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_smoke_size_where_the_reference_gives_nan_is_not_chosen(tmp_path):
+    """RAFT's four-level pyramid (our operator 180) gives NaN under 16 x 16 pixels (a level of
+    one pixel, normalised by its size - 1): no kernel can be judged there. The converter
+    treats NaN as a failure of the sizes, and where every size under the bound fails it takes
+    the smallest one that works within SMOKE_LOOSE times the bound, saying so."""
+    from forgekernel.kbaxes import SMOKE_LOOSE
+
+    src = tmp_path / "nan_below.py"
+    src.write_text(NAN_BELOW)
+    root = convert(src, tmp_path / "t")
+    task = load_task(root)
+    smoke = task.smoke_workloads()
+    assert smoke and all(w.axes["dim"] >= 512 for w in smoke), smoke
+    assert all(w.axes["dim"] ** 2 <= SMOKE_LOOSE * SMOKE_ELEMENTS for w in smoke)
+    assert "over the usual" in (root / "task.toml").read_text()

@@ -255,8 +255,14 @@ def demote(axes: list[Axis]) -> None:
         a.size, a.smoke_scaled, a.multiple_of = False, False, 1
 
 
-def _fits(p: Probe, elements: int) -> bool:
-    return p.max_elements() <= elements and p.flops <= SMOKE_FLOPS
+def _fits(p: Probe, elements: int, loose: int = 1) -> bool:
+    return p.max_elements() <= elements * loose and p.flops <= SMOKE_FLOPS * loose
+
+
+SMOKE_LOOSE = 4
+"""Where no valid set fits the bounds (promoted literals and constants included), the
+converter tries again with the bounds times this factor (RAFT's four-level pyramid: every
+level of 2 pixels or more needs 16 x 16, 83 k elements, and smaller sizes give NaN)."""
 
 
 def cheap_to_run(p: Probe) -> bool:
@@ -293,9 +299,9 @@ def overrides(axes: list[Axis], values: dict[str, int]) -> dict[Key, int]:
     return out
 
 
-def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Probe] | None:
+def smoke(look: Look, base: Probe, axes: list[Axis], loose: int = 1) -> tuple[dict[str, int], Probe] | None:
     """Size-axis values (axis name -> value) small enough for the CPU interpreter, with
-    their probe; None when no valid scaled set fits."""
+    their probe; None when no valid scaled set fits (``loose``: the bounds times that)."""
     sizes = [a for a in axes if a.size]
     cur = {a.const.axis: a.const.value for a in sizes}
     p = base
@@ -315,13 +321,13 @@ def smoke(look: Look, base: Probe, axes: list[Axis]) -> tuple[dict[str, int], Pr
                     found.append((_score(q), cur[name], name, nv, q))
                     break
         if not found:
-            return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS) else None
+            return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS, loose) else None
         # among the steps that shrink about as much as the best one, the largest size goes
         # first, so the shapes stay balanced instead of one axis going down to 1
         best = min(s for s, *_ in found)
         _, _, name, nv, p = max((f for f in found if f[0] <= best * BALANCE), key=lambda f: f[1])
         cur = {**cur, name: nv}
-    return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS) else None
+    return (with_followers(axes, cur), p) if _fits(p, SMOKE_ELEMENTS, loose) else None
 
 
 def odd(look: Look, axes: list[Axis], values: dict[str, int]) -> tuple[dict[str, int], Probe] | None:

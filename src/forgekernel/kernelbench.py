@@ -165,21 +165,26 @@ def _analyse(src: Path, text: str, module: ModuleType) -> Problem:
             if not problem.smoke:
                 kbaxes.demote(promoted)
                 _workloads(problem, look)
+    if not problem.smoke and not problem.own_is_smoke:  # the last resort: larger than usual
+        _workloads(problem, look, kbaxes.SMOKE_LOOSE)
     if not forward:
         _outputs_for_real(problem, first.forward_error)
     return problem
 
 
-def _workloads(problem: Problem, look: kbaxes.Look) -> None:
+def _workloads(problem: Problem, look: kbaxes.Look, loose: int = 1) -> None:
     problem.smoke_note = ""
-    found = kbaxes.smoke(look, problem.base, problem.axes)
+    found = kbaxes.smoke(look, problem.base, problem.axes, loose)
     real_ok = True
     if found is not None and _fails_for_real(problem, found[0]):
         # meta tensors have no values: a size only real ones reject (ids drawn up to a literal
         # 4096 indexing a scaled-down vocabulary) is found by running the small sizes for real;
         # where the CPU rejects every one (an op it lacks), the sizes found on meta stay
         real_look = _for_real(problem, look)
-        again = kbaxes.smoke(real_look, problem.base, problem.axes)
+        again = kbaxes.smoke(real_look, problem.base, problem.axes, loose)
+        if again is None and loose == 1:  # every small set fails for real: a larger one may not
+            again = kbaxes.smoke(real_look, problem.base, problem.axes, kbaxes.SMOKE_LOOSE)
+            loose = kbaxes.SMOKE_LOOSE if again is not None else 1
         if again is not None:
             look, found = real_look, again
         real_ok = again is not None
@@ -195,6 +200,9 @@ def _workloads(problem: Problem, look: kbaxes.Look) -> None:
     problem.own_is_smoke = values == base_values
     problem.smoke = [] if problem.own_is_smoke else [values]
     problem.smoke_probes = [probed]
+    if loose > 1:
+        problem.smoke_note = (f"the smoke workload is over the usual {SMOKE_MAX_ELEMENTS} elements: "
+                              "no smaller set of sizes runs without failing or giving NaN")
     second = kbaxes.odd(look, problem.axes, values)
     if second is not None and real_ok and _fails_for_real(problem, second[0]):
         second = kbaxes.odd(_for_real(problem, look), problem.axes, values)
@@ -223,7 +231,9 @@ def _fails_for_real(problem: Problem, values: dict[str, int]) -> bool:
 
 
 def _real_error(module: ModuleType, overrides: dict[kbprobe.Key, int], seeds: tuple[int, ...] = (0, 1)) -> str:
-    """Why the problem fails on the CPU with these constants (under each seed), or ''."""
+    """Why the problem fails on the CPU with these constants (under each seed), or ''. An
+    output with NaN counts as failing: a size the operator is not meant for (a pyramid level
+    of one pixel, normalised by size - 1), where no kernel can be judged against it."""
     import torch
 
     from forgekernel import instance
@@ -234,7 +244,10 @@ def _real_error(module: ModuleType, overrides: dict[kbprobe.Key, int], seeds: tu
         with torch.no_grad():
             for seed in seeds:
                 model = instance.model_at(kbprobe.STUB, mod, init_seed=seed)
-                model(*instance.inputs_at(kbprobe.STUB, mod, Workload(axes={}), seed=seed))
+                out = model(*instance.inputs_at(kbprobe.STUB, mod, Workload(axes={}), seed=seed))
+                if any(t.is_floating_point() and bool(t.isnan().any())
+                       for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)):
+                    return "the reference's output has NaN at these sizes"
     except Exception as exc:  # noqa: BLE001 - the problem's own failure, as one line
         return kbprobe._one_line(exc)
     return ""

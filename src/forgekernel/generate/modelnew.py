@@ -1,10 +1,13 @@
-"""The text a generated KernelBench candidate builds ``ModelNew`` from: ``Model.__init__``, the
-file's imports, the classes and functions it defines besides ``Model``, and the module-level
-names those read (a lookup table), never a workload's constants (the judge lends those)."""
+"""The text a generated KernelBench candidate builds ``ModelNew`` from: ``Model``'s members but
+``forward`` (``__init__`` and the helpers it calls), the file's imports, the classes and
+functions it defines besides ``Model``, and the module-level names those read (a lookup
+table), never a workload's constants (the judge lends those)."""
 
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +15,9 @@ from forgekernel.task import TaskSpec
 
 
 def model_source(task: TaskSpec) -> tuple[str, tuple[str, ...]]:
-    """KernelBench: the text of ``Model.__init__`` (with the file's other classes and
-    functions it may use) and the file's import lines."""
+    """KernelBench: the text of ``Model``'s members but ``forward`` (``__init__`` and the
+    methods and class attributes it may use, decorators kept, dedented to the class body's
+    level), with the file's other classes and functions it may use, and the import lines."""
     text = (Path(task.root) / "reference.py").read_text()
     tree = ast.parse(text)
     imports = tuple(ast.get_source_segment(text, n) or "" for n in tree.body
@@ -21,15 +25,28 @@ def model_source(task: TaskSpec) -> tuple[str, tuple[str, ...]]:
     helper_nodes = [n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))
                     and n.name not in ("Model", "get_inputs", "get_init_inputs")]
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-    init = next((n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef)
-                 and n.name == "__init__"), None)
-    source = ast.get_source_segment(text, init) if init is not None else (
-        "def __init__(self, *args):\n    super().__init__()")
-    used = set().union(*(_free(node) for node in [init, *helper_nodes] if node is not None))
+    members = [n for n in (model.body if model else []) if _member(n)]
+    lines = text.splitlines()
+    source = "\n\n".join(textwrap.dedent("\n".join(lines[_first_line(n) - 1:n.end_lineno])) for n in members)
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "__init__" for n in members):
+        source = "def __init__(self, *args):\n    super().__init__()\n\n" + source
+    source = re.sub(r"\bModel\s*\.", "ModelNew.", source)  # Model._helper(...) inside its own methods
+    used = set().union(*(_free(node) for node in [*members, *helper_nodes]))
     used -= set(task.axes)  # a workload's constants: the judge lends them to the candidate
     kept = [ast.get_source_segment(text, n) or "" for n in tree.body  # in the file's order
             if n in helper_nodes or _assigns(n) & used]
-    return source or "", (*imports, *kept)
+    return source.strip("\n"), (*imports, *kept)
+
+
+def _member(node: Any) -> bool:
+    """A member of Model that ModelNew keeps: methods but ``forward`` (generated), class attributes."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name != "forward"
+    return isinstance(node, (ast.Assign, ast.AnnAssign))
+
+
+def _first_line(node: Any) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
 
 
 def _free(node: Any) -> set[str]:
