@@ -67,7 +67,7 @@ def test_trace_reads_each_convolutions_channels_per_group_and_the_knobs_follow()
     assert _kinds(text, graph.conv_groups) == ("conv", "conv_direct")
     assert _kinds(text, ((16, 32),)) == ("conv",)  # product tiles only
     assert _kinds(text, ((1, 1), (3, 4))) == ("conv_direct",)  # depthwise, and 3 -> 4 channels
-    assert KNOB_GROUPS["conv_direct"] == (("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",))
+    assert KNOB_GROUPS["conv_direct"] == (("CONV_LIBRARY",), ("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS"), ("RT_FUSE_TAIL",))
 
 
 def test_the_fused_tail_knob_is_searched_only_where_a_tail_is_fused():
