@@ -161,6 +161,33 @@ def test_the_library_convolution_keeps_the_layout_the_caller_was_lowered_for(tmp
     assert y.is_contiguous(memory_format=torch.channels_last) and torch.allclose(y, want, atol=1e-5)
 
 
+def test_a_kernel_inductor_left_unmasked_gets_blocks_that_divide_its_length(tmp_path):
+    """Inductor leaves out a mask (``xmask = tl.full([XBLOCK], True, tl.int1)``) where the
+    length is a multiple of every block it would launch (8192 * batch * centroids in our
+    operator 183, PointNet++); forge's runtime launched 16384-element blocks there under the
+    interpreter and stored past the end of the buffer (heap corruption, SIGABRT). Blocks now
+    divide such a length; masked axes keep the knob's block."""
+    from forgekernel.generate.assemble import unmasked
+
+    source = ("def k(in_out_ptr0, xnumel_c: tl.constexpr, XBLOCK : tl.constexpr):\n"
+              "    xoffset = tl.program_id(0) * XBLOCK\n"
+              "    xmask = tl.full([XBLOCK], True, tl.int1)[:]\n")
+    assert unmasked(source) == (("XBLOCK", "xnumel"),)
+    assert unmasked(source.replace("tl.full([XBLOCK], True, tl.int1)[:]", "xindex < xnumel")) == ()
+    path = tmp_path / "kernel.py"
+    path.write_text(library.source("runtime"))
+    spec = importlib.util.spec_from_file_location("candidate_launch", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.RT_PW_BLOCK = 16384
+    signature = {"in_out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}
+    bare = mod._RtLaunch(None, "pointwise", signature, "DEFAULT", unmasked=(("XBLOCK", "xnumel"),))
+    grid, meta, _ = bare.plan([None, 8192 * 3])
+    assert meta["XBLOCK"] == 8192 and grid[0] * meta["XBLOCK"] == 8192 * 3
+    masked = mod._RtLaunch(None, "pointwise", signature, "DEFAULT")
+    assert masked.plan([None, 8192 * 3])[1]["XBLOCK"] == 16384
+
+
 def test_error_measure_flags_wrong_values():
     sys.path.insert(0, str(REPO / "tests"))
     try:

@@ -156,13 +156,26 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
     kernels = [k for k in wrapper.kernels if k.name not in fused]  # the others run as epilogues
     parts += [kernels_mod.sized(k.source) for k in kernels] + epilogues
     parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r}"
-                            + (f", rnumel={k.rnumel})" if k.rnumel else ")") for k in kernels))
+                            + (f", rnumel={k.rnumel}" if k.rnumel else "")
+                            + (f", unmasked={unmasked(k.source)!r})" if unmasked(k.source) else ")")
+                            for k in kernels))
     parts.append("def _inductor_call(args):\n" + textwrap.indent(body, "    "))
     parts.append(_arg_builder(lowered))
     parts.append(_entry(entry, lowered))
     text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
     return Assembly(text=text, kernels=tuple(k.name for k in wrapper.kernels), library=library,
                     fallbacks=wrapper.fallbacks)
+
+
+_MASKS = (("xmask", "XBLOCK", "xnumel"), ("ymask", "YBLOCK", "ynumel"), ("r0_mask", "R0_BLOCK", "r0_numel"))
+
+
+def unmasked(source: str) -> tuple[tuple[str, str], ...]:
+    """(block, length) of the axes a kernel has no mask on (``xmask = tl.full([XBLOCK], True,
+    ...)``): Inductor leaves a mask out where the length is a multiple of every block it would
+    launch, so forge's runtime must launch blocks that divide the length there too."""
+    return tuple((key, numel) for mask, key, numel in _MASKS
+                 if re.search(rf"^\s*{mask} = tl\.full\(\[\w+\], True", source, re.M))
 
 
 INTERPRET_BLOCKS = {"runtime": {"RT_PW_BLOCK": 16384, "RT_TILE_X": 256, "RT_TILE_Y": 64,

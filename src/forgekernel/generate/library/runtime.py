@@ -1,14 +1,11 @@
 """forge's launch runtime for kernels written by TorchInductor's Triton code generation.
 
-Pasted by forgekernel.generate.assemble into a generated candidate (which must not import
-forgekernel). It launches each Triton kernel with block sizes and warps chosen here from
-the kernel's kind, Inductor's reduction hint and the sizes of this call (the knobs below
-are what forge's search tunes), and provides the few helpers Inductor's wrapper code calls
-(buffer allocation on the inputs' device, strided views). The kernels take their sizes as
-constexprs: Triton compiles them once per distinct size, as torch.compile's static shapes
-do, so that index arithmetic divides by constants; a new size costs one compile. What the Triton CPU interpreter
-needs besides (libdevice's math, fast reductions and scans) is in the interpret file, pasted
-after this one.
+Pasted into a generated candidate (which must not import forgekernel): launches each Triton
+kernel with blocks and warps chosen from its kind, Inductor's reduction hint and this call's
+sizes (the knobs below are what forge's search tunes), and provides the helpers Inductor's
+wrapper calls (allocation on the inputs' device, strided views). Sizes reach the kernels as
+constexprs (one compile per distinct size, index arithmetic dividing by constants). The CPU
+interpreter's extras are in the interpret file, pasted after this one.
 """
 
 import torch
@@ -312,8 +309,9 @@ class _RtLaunch:
     """One Inductor kernel: computes its launch from the call's sizes (once per distinct
     sizes: a call with sizes seen before only launches), then launches it."""
 
-    def __init__(self, fn, kind, signature, hint, rnumel=None):
+    def __init__(self, fn, kind, signature, hint, rnumel=None, unmasked=()):
         self.fn, self.kind, self.hint, self.rnumel = fn, kind, hint, rnumel
+        self.unmasked = unmasked  # (block, length) of axes Inductor left unmasked: blocks must divide
         # every parameter but the launch blocks comes from the call (a size Inductor made a
         # constexpr, xnumel = 1 of a full reduction, included)
         self.params = [k for k in signature if k not in _RT_BLOCKS]
@@ -331,6 +329,9 @@ class _RtLaunch:
                                              self.kind == "persistent_reduction", self.rnumel)
         else:
             meta, warps = _rt_pointwise_blocks(self.consts, sizes)
+        for key, numel in self.unmasked:  # a larger block than Inductor's would store past the end
+            while meta.get(key, 1) > 1 and sizes.get(numel, self.rnumel or 1) % meta[key]:
+                meta[key] //= 2
         grid = (-(-sizes.get("xnumel", 1) // meta.get("XBLOCK", 1)),
                 -(-sizes.get("ynumel", 1) // meta.get("YBLOCK", 1)),
                 -(-sizes.get("znumel", 1) // meta.get("ZBLOCK", 1)))
