@@ -138,6 +138,14 @@ def test_two_problems_that_need_one_gpu_alone_take_turns():
     assert e1 <= s2  # one after the other
 
 
+BIG_RELU = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, x):\n        return torch.relu(x)\n\n"
+            "batch_size = 4096\ndim = 393216\n\n"
+            "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
+            "def get_init_inputs():\n    return []\n")
+"""KernelBench L1 19's ReLU at its size: 6 GiB in, 6 GiB out."""
+
+
 def test_a_task_whose_judge_footprint_is_over_the_share_is_too_big_to_share(tmp_path):
     """The ReLU of KernelBench L1 19 at 4096 x 393216 fp32 (6 GiB in, 6 GiB out) is over an
     8 GiB share (the judge keeps about 8 bytes per byte of it), not over a 1000 GiB one."""
@@ -145,11 +153,7 @@ def test_a_task_whose_judge_footprint_is_over_the_share_is_too_big_to_share(tmp_
     from forgekernel.kernelbench import convert
 
     src = tmp_path / "19_ReLU.py"
-    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                   "    def forward(self, x):\n        return torch.relu(x)\n\n"
-                   "batch_size = 4096\ndim = 393216\n\n"
-                   "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
-                   "def get_init_inputs():\n    return []\n")
+    src.write_text(BIG_RELU)
     convert(src, tmp_path / "run" / "task")
     assert too_big_to_share(tmp_path / "run", 8.0)
     assert not too_big_to_share(tmp_path / "run", 1000.0)
@@ -167,11 +171,7 @@ def test_problems_too_big_to_share_run_after_the_others(tmp_path):
     from forgekernel.kernelbench import convert
 
     src = tmp_path / "19_ReLU.py"
-    src.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                   "    def forward(self, x):\n        return torch.relu(x)\n\n"
-                   "batch_size = 4096\ndim = 393216\n\n"
-                   "def get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n"
-                   "def get_init_inputs():\n    return []\n")
+    src.write_text(BIG_RELU)
     run_dir = tmp_path / "bench" / "problems" / "19_relu" / "run"
     convert(src, run_dir / "task")
     (run_dir / "run.toml").write_text("")  # converted already: no `forge new` here

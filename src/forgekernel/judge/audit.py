@@ -285,8 +285,8 @@ def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tu
     bad = _forbidden_calls([str(c) for c in obs.get("calls", [])], forbid)
     if bad:
         return "forbidden", f"the call used {bad}, which the task forbids"
-    left = library_left(library, ref_ops)
-    if vendor := sorted(({str(o) for o in obs.get("eager", [])} & LIBRARY_CLASS) - left):
+    left, eager = library_left(library, ref_ops), {str(o) for o in obs.get("eager", [])}
+    if vendor := sorted((eager & LIBRARY_CLASS) - left):
         return "library", (f"the call left aten.{vendor[0]} to PyTorch's library (cuDNN, cuBLAS), "
                            "which the task does not allow (its [policy] library_ops)")
     launches = [str(n) for n in obs.get("launches", [])]
@@ -306,8 +306,7 @@ def observed_violation(obs: dict[str, Any], *, own: list[str] | None, forbid: tu
     if inputs_matter and tensors and not any(tensors):
         return "inputs_not_read", ("none of your kernels read the inputs: a kernel that only copies "
                                    "an answer computed elsewhere is not the kernel")
-    ops = {str(o) for o in obs.get("eager", [])} - left
-    overlap = sorted(ops & ref_ops)
+    overlap = sorted((eager - left) & ref_ops)
     if ref_ops and len(overlap) >= max(1, math.ceil(len(ref_ops) / 2)):
         return "fallback", ("the operator is recomputed with PyTorch ops around your kernel ("
                             + ", ".join(overlap) + ")")
