@@ -191,3 +191,20 @@ def test_doctor_says_when_the_cute_libraries_miss_torchs_cuda():
     assert cute_check("4.8.1", ["cu13"], "13.0").ok
     bad = cute_check("4.8.1", ["cu12"], "13.0")
     assert not bad.ok and "nvidia-cutlass-dsl-libs-cu13==4.8.1" in bad.fix and "CUDA 13.0" in bad.detail
+
+
+def test_a_ctrl_c_caught_inside_code_run_from_source_text_still_exits_130(tmp_path):
+    """CPython marks a KeyboardInterrupt that left an exec() of a string and kills the process
+    with SIGINT at exit even though it was caught (a resumable run then looked killed, -2)."""
+    (tmp_path / "interrupted_in_exec.py").write_text(
+        "import forgekernel.cli as cli\n"
+        "def main():\n"
+        "    try:\n"
+        "        exec('raise KeyboardInterrupt')  # a press landing in module code run from text\n"
+        "    except KeyboardInterrupt:\n"
+        "        return cli.INTERRUPTED\n"
+        "cli.main = main\n"
+        "cli.entry()\n")
+    out = subprocess.run([sys.executable, "-m", "interrupted_in_exec"], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert out.returncode == 130, (out.returncode, out.stderr)

@@ -108,8 +108,20 @@ def entry() -> None:
         rc = main()
     except KeyboardInterrupt:
         rc = INTERRUPTED
+    exit_with(rc)
+
+
+def exit_with(rc: int) -> None:
+    """Exit with ``rc``; a Ctrl-C from now on ends the process with 130.
+
+    CPython remembers a KeyboardInterrupt that left an ``exec``/``eval`` of a *string* (module
+    code run from source text, generated methods, ...) and at the very end kills its own
+    process with SIGINT, even when that interrupt was caught and the program chose its exit
+    code: the run was resumable and said so, yet the shell saw a death by SIGINT. Evaluating
+    any string clears that memory, so it is done last."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _exit_interrupted)
+    exec("None")  # clears CPython's unhandled-KeyboardInterrupt flag (see above)
     sys.exit(rc)
 
 
