@@ -103,6 +103,23 @@ def test_workspace_git_holds_the_best(main_run):
     assert ws.git("status", "--porcelain") == ""
 
 
+def test_a_git_killed_mid_commit_leaves_locks_that_recover_removes(tmp_path):
+    """SIGKILL during `git commit` left workspace.git/HEAD.lock; the resumed run then failed
+    at its first git call ('git reset failed ... remove the file manually')."""
+    ws = Workspace(tmp_path / "workspace")
+    ws.init({"kernel.py": "x = 1\n"})
+    (ws.root / "kernel.py").write_text("x = 2\n")
+    locks = [ws.git_dir / "index.lock", ws.git_dir / "HEAD.lock", ws.git_dir / "refs" / "tags" / "best.lock"]
+    for lock in locks:
+        lock.write_text("")
+    with pytest.raises(Exception, match="failed"):
+        ws.git("commit", "-q", "--allow-empty", "-m", "blocked")
+    ws.recover()
+    assert not any(lock.exists() for lock in locks)
+    assert (ws.root / "kernel.py").read_text() == "x = 1\n"  # reset to the start
+    ws.git("commit", "-q", "--allow-empty", "-m", "works again")
+
+
 def test_best_dir_candidates_and_report(main_run):
     rd, outcome, _, _ = main_run
     assert rd.best_kernel.read_text() == (KERNELS / "triton_row.py").read_text()

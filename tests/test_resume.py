@@ -112,7 +112,10 @@ def test_sigkill_anywhere_then_resume_completes_the_run_once(tmp_path):
                 break
             time.sleep(0.02)
         else:
+            out = proc.stdout.read().decode(errors="replace")
             proc.stdout.close()
+            last = rd.ledger.read_bytes().splitlines()[-1]
+            assert b'"kind":"end"' in last, f"forge run exited {proc.returncode} mid-run: {out[-2000:]}"
             break
         # Killed children may take a moment to die; until then the run dir lock is held.
         deadline = time.monotonic() + 10

@@ -87,8 +87,12 @@ class Workspace:
         self.git("clean", "-q", "-fdx")
 
     def recover(self) -> None:
-        """After a kill: remove a stale index lock, then reset."""
-        (self.git_dir / "index.lock").unlink(missing_ok=True)
+        """After a kill: remove git's stale lock files, then reset. A git killed mid-commit
+        leaves ``index.lock``, ``HEAD.lock`` or a ref's lock (``refs/tags/best.lock``), and
+        every later git call in the repository fails on it; the caller holds the run dir's
+        lock, so no other git can be using them."""
+        for lock in [*self.git_dir.glob("*.lock"), *(self.git_dir / "refs").rglob("*.lock")]:
+            lock.unlink(missing_ok=True)
         self.reset()
 
     def load(self, src: Path) -> None:
