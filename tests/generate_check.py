@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from forgekernel.generate.assemble import Entry, render
-from forgekernel.generate.inductor import lower
+from forgekernel.generate.inductor import lower_sizes
 
 
 def _rand(*shape):
@@ -151,6 +151,12 @@ CASES = {
     # an op on a complex value the rewrite does not know (a scan): the graph is left to ATen
     "complex_unknown": (lambda x: torch.view_as_real(torch.view_as_complex(x).cumsum(0)) * 2, ("x",),
                         lambda m, n: (_rand(m, n, 2),), [(3, 4), (1, 1)]),
+    # a slice the trace took at full length (its row was longer): Dynamo guards row > 4, and
+    # a size of 1 breaks the default lowering's guard of 2 and up; the second lowering serves both
+    "sorted_prefix": (lambda x: x.sort(dim=-1)[0][:, :4] * 2, ("x",), lambda m, n: (_rand(m, n),),
+                      [(3, 16), (2, 1), (5, 9), (4, 3), (6, 4)]),
+    "where_sorted": (lambda x: torch.arange(x.shape[1]).expand(x.shape[0], -1).where(x > 0, x.shape[1])
+                     .sort(-1)[0][:, :4], ("x",), lambda m, n: (_rand(m, n),), [(3, 16), (2, 1), (4, 3)]),
 }
 CONFIG = {"persistent": {"triton.persistent_reductions": True}}
 """Inductor settings over forge's own for a case."""
@@ -204,8 +210,8 @@ def check(case: str, out: Path) -> None:
     fn, params, make, shapes = CASES[name]
     torch.manual_seed(0)
     example = list(make(*shapes[0]))
-    lowered = lower(fn, example, config=CONFIG.get(name))
-    asm = render(lowered, Entry(params=params))
+    lowered, small = lower_sizes(fn, example, config=CONFIG.get(name))
+    asm = render(lowered, Entry(params=params), small=small)
     path = out / f"{name}.py"
     path.write_text(asm.text)
     spec = importlib.util.spec_from_file_location(f"gen_{name}", path)

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,41 @@ def test_generated_candidates_are_correct_at_shapes_they_were_not_made_for():
         assert r["err"] < 1e-4, r
         assert r["kernels"] >= 1, r
         assert r["slow_reduces"] == 0, r
+
+
+def test_sizes_that_break_the_traced_guards_run_a_second_lowering():
+    """Tracing at a 16-wide row, ``sort(...)[:, :4]`` was lowered as four columns read from every
+    row: at a row of 3 the candidate read past it (inf, or a storage error), and a size of 1
+    broke Dynamo's assumption of 2 and up (our operator 183: SIGSEGV at one point). Each
+    lowering now carries its guards; sizes that break the first run the one lowered with
+    sizes from 0 up."""
+    rows = _check("sorted_prefix", "where_sorted")
+    assert len(rows) == 8
+    for r in rows:
+        assert r["err"] < 1e-6 and r["kernels"] == 2, r  # one kernel in each lowering
+
+
+def test_each_lowering_checks_its_guards_in_python():
+    """A branch on a size is a guard of both lowerings; the candidate's predicate reads the
+    size off the call's arguments (where no lowering's guards hold, the first runs, as traced:
+    most guards only steer choices that are right either way)."""
+    import importlib.util
+
+    import torch
+
+    from forgekernel.generate.inductor import lower_sizes
+
+    def branchy(x):
+        return x * 2 if x.shape[1] > 8 else x - 1
+
+    lowered, small = lower_sizes(branchy, [torch.randn(3, 16)])
+    assert any("> 8" in c for c in lowered.guards.conditions), lowered.guards
+    path = Path(tempfile.mkdtemp()) / "branchy.py"
+    path.write_text(render(lowered, Entry(params=("x",)), small=small).text)
+    spec = importlib.util.spec_from_file_location("branchy_candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module._inductor_fits([torch.empty(3, 12)]) and not module._inductor_fits([torch.empty(3, 5)])
 
 
 def test_functional_max_pool_1d_keeps_its_length_symbolic():

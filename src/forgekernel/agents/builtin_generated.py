@@ -202,15 +202,19 @@ def generate(task: TaskSpec) -> Generated:
 
 def _generate(task: TaskSpec) -> Generated:
     from forgekernel.generate import assemble, classify, examples
-    from forgekernel.generate.inductor import STATIC_MODULE, SYMBOLIC_FLOATS, LoweringError, lower
+    from forgekernel.generate.inductor import (
+        STATIC_MODULE,
+        SYMBOLIC_FLOATS,
+        LoweringError,
+        lower_sizes,
+    )
 
     try:
         fn, args, names = examples.flat_example(task, seed=0)
         graph = classify.trace(fn, args)
-        variation = examples.module_variation(task)
-        lowered = lower(fn, args, names=names,
-                        dynamo={"fixed": STATIC_MODULE, "floats": SYMBOLIC_FLOATS}.get(variation or ""))
-        asm = assemble.render(lowered, _entry(task),
+        dynamo = {"fixed": STATIC_MODULE, "floats": SYMBOLIC_FLOATS}.get(examples.module_variation(task) or "")
+        lowered, small = lower_sizes(fn, args, names=names, dynamo=dynamo)
+        asm = assemble.render(lowered, _entry(task), small=small,
                               title=f"Generated for task {task.name}: {graph.describe()}.")
     except LoweringError as exc:
         raise builtin_ops.unsupported(task, str(exc)) from None

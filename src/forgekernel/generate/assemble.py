@@ -12,11 +12,12 @@ Inductor's device-side helper functions (``torch._inductor.runtime.triton_helper
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import textwrap
 from dataclasses import dataclass, field
 
-from forgekernel.generate import fuse
+from forgekernel.generate import fuse, guards
 from forgekernel.generate import kernels as kernels_mod
 from forgekernel.generate.inductor import Lowered, LoweringError
 from forgekernel.generate.libops import LIBRARY_NAMESPACE, RNN_KINDS
@@ -61,10 +62,13 @@ class Assembly:
     notes: list[str] = field(default_factory=list)
 
 
-def parse(code: str) -> Wrapper:
-    """Kernels and the ``call`` body of an Inductor wrapper module."""
+def parse(code: str, suffix: str = "") -> Wrapper:
+    """Kernels and the ``call`` body of an Inductor wrapper module; ``suffix`` appended to
+    every kernel's name (and its helpers numbered apart), so that a second lowering's kernels
+    can sit beside the first's in one candidate."""
     tree = ast.parse(code)
-    kernels = [kernels_mod.read(node, k) for k, node in enumerate(kernels_mod.assignments(tree))]
+    first = 1000 if suffix else 0
+    kernels = [kernels_mod.read(node, first + k) for k, node in enumerate(kernels_mod.assignments(tree))]
     call = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "call"), None)
     if call is None:
         raise LoweringError("Inductor's wrapper has no call() function")
@@ -73,6 +77,11 @@ def parse(code: str) -> Wrapper:
     externs, fallbacks = _calls(call)
     ret = next((n for n in ast.walk(call) if isinstance(n, ast.Return)), None)
     returns = len(ret.value.elts) if ret is not None and isinstance(ret.value, ast.Tuple) else 1
+    if suffix:
+        for k in kernels:
+            body = re.sub(rf"\b{k.name}\b", k.name + suffix, body)
+        kernels = [dataclasses.replace(k, name=k.name + suffix, source=re.sub(
+            rf"\bdef {k.name}_jit\(", f"def {k.name}{suffix}_jit(", k.source, count=1)) for k in kernels]
     return Wrapper(tuple(kernels), body, externs, fallbacks, returns)
 
 
@@ -133,14 +142,20 @@ def _piece(name: str) -> tuple[str, str]:
     return knobs, text.strip("\n") + "\n"
 
 
-def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
-    """The candidate's kernel.py for ``lowered`` with the given entry point."""
-    wrapper = parse(lowered.code)
-    if wrapper.returns != lowered.outputs:
-        raise LoweringError(f"Inductor's call returns {wrapper.returns} tensors where the reference "
-                            f"returns {lowered.outputs} (outputs that alias inputs are not supported)")
-    helpers = _helper_files(wrapper)
-    libs = {EXTERN_LIBRARY[e] for e in wrapper.externs if e in EXTERN_LIBRARY and _available(EXTERN_LIBRARY[e])}
+def render(lowered: Lowered, entry: Entry, *, title: str = "", small: Lowered | None = None) -> Assembly:
+    """The candidate's kernel.py for ``lowered`` with the given entry point; ``small``: the
+    same reference lowered with sizes from 0 up (:func:`~forgekernel.generate.inductor.lower`'s
+    ``oblivious``), run where a size ``lowered`` takes as an argument is 0 or 1."""
+    variants = [(parse(lowered.code), lowered, "")] + ([(parse(small.code, SMALL), small, SMALL)] if small else [])
+    wrappers = [w for w, _, _ in variants]
+    for w, low, _ in variants:
+        if w.returns != low.outputs:
+            raise LoweringError(f"Inductor's call returns {w.returns} tensors where the reference "
+                                f"returns {low.outputs} (outputs that alias inputs are not supported)")
+    wrapper = wrappers[0]
+    externs = tuple(sorted({e for w in wrappers for e in w.externs}))
+    helpers = sorted({f for w in wrappers for f in _helper_files(w)})
+    libs = {EXTERN_LIBRARY[e] for e in externs if e in EXTERN_LIBRARY and _available(EXTERN_LIBRARY[e])}
     libs |= {need for lib in libs for need in LIBRARY_NEEDS.get(lib, ())}
     pieces = ["runtime", "interpret", *helpers, *sorted(libs)]
     split = [_piece(p) for p in pieces]
@@ -150,21 +165,34 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "") -> Assembly:
         "# --- knobs ---\n" + "".join(k for k, _ in split) + "# --- end ---\n"]
     parts += [code for _, code in split]
     parts.append(_interpret_blocks(pieces))
-    parts.append(_externs(wrapper.externs))
+    parts.append(_externs(externs))
+    for w, low, suffix in variants:
+        parts += _variant(w, low, suffix, "conv" in pieces)
+    parts.append(_dispatch([(low, suffix) for _, low, suffix in variants]))
+    parts.append(_entry(entry, lowered))
+    text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
+    return Assembly(text=text, kernels=tuple(k.name for w in wrappers for k in w.kernels), library=library,
+                    fallbacks=tuple(sorted({f for w in wrappers for f in w.fallbacks})))
+
+
+SMALL = "_s01"
+"""Suffix of the kernels and functions of the lowering for sizes of 0 or 1."""
+
+
+def _variant(wrapper: Wrapper, lowered: Lowered, suffix: str, conv: bool) -> list[str]:
+    """One lowering's kernels, launchers, ``_inductor_call`` and ``_inductor_args``."""
     body, epilogues, fused = fuse.epilogues(wrapper.body, {k.name: k for k in wrapper.kernels}) \
-        if "conv" in pieces else (wrapper.body, [], [])
+        if conv else (wrapper.body, [], [])
     kernels = [k for k in wrapper.kernels if k.name not in fused]  # the others run as epilogues
-    parts += [kernels_mod.sized(k.source) for k in kernels] + epilogues
+    parts = [kernels_mod.sized(k.source) for k in kernels] + epilogues
     parts.append("\n".join(f"{k.name} = _RtLaunch({k.name}_jit, {k.kind!r}, {k.signature!r}, {k.hint!r}"
                             + (f", rnumel={k.rnumel}" if k.rnumel else "")
                             + (f", unmasked={unmasked(k.source)!r})" if unmasked(k.source) else ")")
                             for k in kernels))
-    parts.append("def _inductor_call(args):\n" + textwrap.indent(body, "    "))
-    parts.append(_arg_builder(lowered))
-    parts.append(_entry(entry, lowered))
-    text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
-    return Assembly(text=text, kernels=tuple(k.name for k in wrapper.kernels), library=library,
-                    fallbacks=wrapper.fallbacks)
+    parts.append(f"def _inductor_call{suffix}(args):\n" + textwrap.indent(body, "    "))
+    parts.append(_arg_builder(lowered, suffix))
+    parts.append(guards.predicate(lowered.guards, f"_inductor_fits{suffix}"))
+    return parts
 
 
 _MASKS = (("xmask", "XBLOCK", "xnumel"), ("ymask", "YBLOCK", "ynumel"), ("r0_mask", "R0_BLOCK", "r0_numel"))
@@ -316,9 +344,33 @@ _TORCH_FALLBACK = {
 """PyTorch for the library parts forge has no Triton kernel for (said in the candidate)."""
 
 
-def _arg_builder(lowered: Lowered) -> str:
+def _arg_builder(lowered: Lowered, suffix: str = "") -> str:
     items = ",\n        ".join(a.expression("flat", "model") for a in lowered.args)
-    return f"def _inductor_args(flat, model=None):\n    return [\n        {items},\n    ]\n"
+    return f"def _inductor_args{suffix}(flat, model=None):\n    return [\n        {items},\n    ]\n"
+
+
+def _dispatch(lowerings: list[tuple[Lowered, str]]) -> str:
+    """``_inductor_run``: with one lowering, that one. With the second, lowered for sizes from
+    0 up (:func:`~forgekernel.generate.inductor.lower_sizes`): the first where the call's sizes
+    meet its guards but the soft ones (:mod:`forgekernel.generate.guards`), else the second
+    where they meet its guards or a size the first takes is 0 or 1 (which the first was
+    traced assuming away), else the first, as traced. Chosen once per shapes."""
+    if len(lowerings) == 1:
+        return "def _inductor_run(flat, model=None):\n    return _inductor_call(_inductor_args(flat, model))\n"
+    (first, _), (second, suffix) = lowerings
+    sizes = ", ".join(a.expression("flat") for a in first.args if a.kind == "size")
+    read = dict.fromkeys([a.expression("flat", "model") for a in first.args if a.kind == "size"]
+                         + [a.expression("flat", "model") for low in (first, second) for _, a in low.guards.symbols])
+    return (f"_INDUCTOR_CHOICE = {{}}\n\n\ndef _inductor_choose(flat, model):\n"
+            f"    if _inductor_fits(flat, model):\n        return False\n"
+            f"    return bool(_inductor_fits{suffix}(flat, model) or min(({sizes},), default=2) < 2)\n\n\n"
+            "def _inductor_run(flat, model=None):\n"
+            f"    key = (id(model), {''.join(r + ', ' for r in read)})  # every size the choice reads\n"
+            "    small = _INDUCTOR_CHOICE.get(key)\n"
+            "    if small is None:\n"
+            "        small = _INDUCTOR_CHOICE[key] = _inductor_choose(flat, model)\n"
+            f"    if small:\n        return _inductor_call{suffix}(_inductor_args{suffix}(flat, model))\n"
+            "    return _inductor_call(_inductor_args(flat, model))\n")
 
 
 def _entry(entry: Entry, lowered: Lowered) -> str:
@@ -326,7 +378,7 @@ def _entry(entry: Entry, lowered: Lowered) -> str:
     if not entry.kernelbench:
         params = ", ".join(entry.params)
         return (f"def run({params}):\n    flat = [{params}]\n    _rt_bind_device(flat)\n"
-                f"    outs = _inductor_call(_inductor_args(flat))\n    return {finish}\n")
+                f"    outs = _inductor_run(flat)\n    return {finish}\n")
     init = textwrap.indent(textwrap.dedent(entry.init_source), "    ")
     init = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", init)
     imports = "\n".join(entry.imports)
@@ -335,4 +387,4 @@ def _entry(entry: Entry, lowered: Lowered) -> str:
             "        flat = [t for _, t in self.named_parameters()]\n"
             "        flat += [t for _, t in self.named_buffers()]\n"
             "        flat += list(inputs)\n        _rt_bind_device(flat)\n"
-            f"        outs = _inductor_call(_inductor_args(flat, self))\n        return {finish}\n")
+            f"        outs = _inductor_run(flat, self)\n        return {finish}\n")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forgekernel.errors import ForgeError
-from forgekernel.generate import complexes, rewrites
+from forgekernel.generate import complexes, guards, rewrites
 from forgekernel.generate.libops import library_ops, recurrent_ops
 from forgekernel.generate.symbolic import TUPLE_ITEM
 
@@ -117,6 +117,8 @@ class Lowered:
     single: bool
     """True when the function returns one tensor rather than a tuple."""
     torch_version: str
+    guards: guards.Guards = guards.Guards()
+    """The sizes this code holds for (:mod:`forgekernel.generate.guards`)."""
 
 
 class _CrossDriver:
@@ -136,7 +138,7 @@ class _CrossDriver:
 
 @contextlib.contextmanager
 def _codegen_only(arch: int, config: dict[str, Any] | None = None,
-                  dynamo: dict[str, Any] | None = None) -> Iterator[list[str]]:
+                  dynamo: dict[str, Any] | None = None, oblivious: bool = False) -> Iterator[list[str]]:
     """Inductor configured for standalone Triton code; yields the list the code lands in."""
     import torch
     import torch._inductor.config as icfg
@@ -158,7 +160,7 @@ def _codegen_only(arch: int, config: dict[str, Any] | None = None,
     torch._dynamo.reset()
     try:
         with icfg.patch({**INDUCTOR_CONFIG, "post_grad_custom_pre_pass": complexes.as_real, **(config or {})}), \
-                fxcfg.patch(use_duck_shape=False), torch._dynamo.config.patch({**DYNAMO_CONFIG, **(dynamo or {})}), torch.no_grad():
+                fxcfg.patch(use_duck_shape=False, backed_size_oblivious=oblivious), torch._dynamo.config.patch({**DYNAMO_CONFIG, **(dynamo or {})}), torch.no_grad():
             yield codes
     finally:
         GraphLowering.save_output_code = saved
@@ -194,31 +196,64 @@ forge tunes the tiles itself) fails an assertion on some references under torch 
 
 def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
           names: tuple[str, ...] = (), config: dict[str, Any] | None = None,
-          limit_s: float = LOWERING_LIMIT_S, dynamo: dict[str, Any] | None = None) -> Lowered:
+          limit_s: float = LOWERING_LIMIT_S, dynamo: dict[str, Any] | None = None,
+          oblivious: bool = False) -> Lowered:
     """Trace ``fn(*example)`` and capture Inductor's Triton code for it (sizes symbolic).
 
     ``names``: the dotted names of the leading arguments that are a module's parameters and
     buffers (dynamo may see them through the module rather than the argument list);
     ``config``: Inductor settings over :data:`INDUCTOR_CONFIG`; ``limit_s``: see
     :data:`LOWERING_LIMIT_S`; ``dynamo``: Dynamo settings over :data:`DYNAMO_CONFIG`
-    (:data:`STATIC_MODULE`). When Inductor's own code generation fails, the lowering is
-    tried once more with :data:`RETRY_CONFIG` (the first failure is the error if both do)."""
+    (:data:`STATIC_MODULE`); ``oblivious``: every size symbolic from 0 up rather than from 2
+    (Dynamo's default, under which Inductor's index arithmetic may assume a size is not 1,
+    as torch.compile recompiles when one is: a lowering for the workloads where a size is
+    0 or 1). When Inductor's own code generation fails, the lowering is tried once more with
+    :data:`RETRY_CONFIG` (the first failure is the error if both do)."""
     start = time.monotonic()
     try:
-        return _lower(fn, example, arch, names, config or {}, limit_s, dynamo)
+        return _lower(fn, example, arch, names, config or {}, limit_s, dynamo, oblivious)
     except LoweringError as exc:
         retry = {**(config or {}), **RETRY_CONFIG}
         if not exc.detail or retry == (config or {}):
             raise
         first = exc
     try:
-        return _lower(fn, example, arch, names, retry, max(1.0, limit_s - (time.monotonic() - start)), dynamo)
+        return _lower(fn, example, arch, names, retry, max(1.0, limit_s - (time.monotonic() - start)), dynamo,
+                      oblivious)
     except LoweringError:
         raise first from None
 
 
+def lower_sizes(fn: Callable[..., Any], example: list[Any], **options: Any) -> tuple[Lowered, Lowered | None]:
+    """:func:`lower` as Dynamo traces (sizes from 2 up), and again with ``oblivious`` (sizes
+    from 0 up) for the calls whose sizes break the first's guards (a size of 1: hidden
+    workloads put each axis at its minimum); the second is None where it fails, has no time
+    left or is the same code (whose guards, the looser, the first then takes)."""
+    start = time.monotonic()
+    lowered = lower(fn, example, **options)
+    left = options.pop("limit_s", LOWERING_LIMIT_S) - (time.monotonic() - start)
+    if left < 10:
+        return lowered, None
+    try:
+        small = lower(fn, example, **options, limit_s=left, oblivious=True)
+    except LoweringError:
+        return lowered, None
+    if _same_code(small.code, lowered.code):
+        return dataclasses.replace(lowered, guards=small.guards), None
+    return lowered, small
+
+
+def _same_code(a: str, b: str) -> bool:
+    """Whether two wrapper modules are the same code, comments aside (Inductor numbers each
+    compilation and quotes the graph, strides and all, in comments)."""
+    def strip(code: str) -> list[str]:
+        return [line for line in code.splitlines() if not line.lstrip().startswith("#")]
+    return strip(a) == strip(b)
+
+
 def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[str, ...],
-           config: dict[str, Any], limit_s: float, dynamo: dict[str, Any] | None = None) -> Lowered:
+           config: dict[str, Any], limit_s: float, dynamo: dict[str, Any] | None = None,
+           oblivious: bool = False) -> Lowered:
     import warnings
 
     import torch
@@ -227,6 +262,7 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
 
     sources: list[Any] = []
     failures: list[BaseException] = []
+    envs: list[Any] = [None]
 
     def backend(gm: Any, inputs: list[Any]) -> Callable[..., Any]:
         sources[:] = [n.meta["grapharg"] for n in gm.graph.nodes if n.op == "placeholder"]
@@ -237,6 +273,8 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
             if _restarts(exc):
                 raise  # dynamo's own control flow: it traces again and calls back
             failures.append(exc)
+        finally:
+            envs[:] = [guards.shape_env()]  # read once Inductor has added its own guards
         return gm.forward  # the trace itself runs eagerly
 
     def traced(*flat: Any) -> Any:
@@ -247,25 +285,30 @@ def _lower(fn: Callable[..., Any], example: list[Any], arch: int, names: tuple[s
     # a warning in the reference (InstanceNorm's "num_features does not match", say) is
     # called after the graph instead of breaking it: fullgraph tracing would fail on it
     logging_calls = {*torch._dynamo.config.reorderable_logging_functions, warnings.warn}
-    with _codegen_only(arch, config, dynamo) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
+    with _codegen_only(arch, config, dynamo, oblivious) as codes, warnings.catch_warnings(), sdpa_kernel([SDPBackend.MATH]), \
             torch._dynamo.config.patch(reorderable_logging_functions=logging_calls), rewrites.traced_functions(recurrent_ops()):
         warnings.simplefilter("ignore")  # attention as matrix products and a softmax: forge's kernels
         out = _compiled_once(torch.compile(traced, backend=backend, dynamic=True, fullgraph=True), example,
                              limit_s)
     if not codes:
-        why = f": {_first_line(failures[-1])}" if failures else " (nothing to compute?)"
-        error = LoweringError(f"TorchInductor produced no code for the reference{why}")
-        if failures:
-            import traceback
-
-            error.detail = "".join(traceback.format_exception(failures[-1]))
-        raise error
+        raise _no_code(failures)
     single = isinstance(out, torch.Tensor)
     count = 1 if single else len(out) if isinstance(out, (tuple, list)) else 0
     args = tuple(dataclasses.replace(_arg_source(g.source, names), as_tensor=bool(g.pass_arg_as_tensor))
                  for g in sources)
+    held = guards.read(envs[0], lambda source: _arg_source(source, names))
     return Lowered(code=codes[-1], args=args, outputs=count,
-                   single=single, torch_version=torch.__version__)
+                   single=single, torch_version=torch.__version__, guards=held)
+
+
+def _no_code(failures: list[BaseException]) -> LoweringError:
+    why = f": {_first_line(failures[-1])}" if failures else " (nothing to compute?)"
+    error = LoweringError(f"TorchInductor produced no code for the reference{why}")
+    if failures:
+        import traceback
+
+        error.detail = "".join(traceback.format_exception(failures[-1]))
+    return error
 
 
 def _compiled_once(compiled: Callable[..., Any], example: list[Any], limit_s: float) -> Any:
