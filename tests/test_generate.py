@@ -1728,3 +1728,29 @@ def test_hidden_workloads_keep_a_capacity_above_the_size_it_serves(tmp_path):
     rms = load_task(Path(__file__).resolve().parents[1] / "tasks" / "cross_entropy")
     vocab = [w.axes for w in hidden_workloads(rms, rms.smoke_workloads(), large=False, rng=random.Random(0))]
     assert any(r["V"] == 1 and r["M"] > 1 for r in vocab), vocab
+
+
+def test_guards_read_only_what_the_candidate_can_read_back():
+    """A guard on a value a module's function closed over (Dynamo's source
+    ``norm.cell_contents``, KernelBench L2 3's LayerNorm) cannot be read from the model: the
+    candidate raised AttributeError at every call; such guards are left out."""
+    from types import SimpleNamespace
+
+    import sympy
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    from forgekernel.generate import guards
+    from forgekernel.generate.inductor import ArgSource
+
+    a, b, c = sympy.symbols("s1 s2 s3", integer=True)
+    sources = {a: ArgSource("size", 0, 1), b: ArgSource("attr", -1, path="norm.cell_contents"),
+               c: ArgSource("attr", -1, path="conv.groups")}
+    env = SimpleNamespace(var_to_sources={s: [s] for s in sources},
+                          guards=[SimpleNamespace(expr=sympy.Gt(a, 4)), SimpleNamespace(expr=sympy.Eq(b, 3)),
+                                  SimpleNamespace(expr=sympy.Lt(a * c, 100))],
+                          var_to_range={a: ValueRanges(2, sympy.oo), b: ValueRanges(1, 9)})
+    held = guards.read(env, lambda s: sources[s])
+    assert held.conditions == ("s1 > 4", "s1*s3 < 100") and held.soft == ("s1 >= 2",)
+    assert [name for name, _ in held.symbols] == ["s1", "s3"]
+    text = guards.predicate(held, "fits")
+    assert "cell_contents" not in text and "model.get_submodule('conv').groups" in text

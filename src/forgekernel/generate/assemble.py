@@ -359,16 +359,20 @@ def _dispatch(lowerings: list[tuple[Lowered, str]]) -> str:
         return "def _inductor_run(flat, model=None):\n    return _inductor_call(_inductor_args(flat, model))\n"
     (first, _), (second, suffix) = lowerings
     sizes = ", ".join(a.expression("flat") for a in first.args if a.kind == "size")
-    read = dict.fromkeys([a.expression("flat", "model") for a in first.args if a.kind == "size"]
-                         + [a.expression("flat", "model") for low in (first, second) for _, a in low.guards.symbols])
+    read = dict.fromkeys([a.expression("flat") for a in first.args if a.kind == "size"]  # a model's
+                         + [a.expression("flat") for low in (first, second) for _, a in low.guards.symbols
+                            if a.kind == "size"])  # attributes are the same at every call: id(model)
     return (f"_INDUCTOR_CHOICE = {{}}\n\n\ndef _inductor_choose(flat, model):\n"
             f"    if _inductor_fits(flat, model):\n        return False\n"
             f"    return bool(_inductor_fits{suffix}(flat, model) or min(({sizes},), default=2) < 2)\n\n\n"
             "def _inductor_run(flat, model=None):\n"
-            f"    key = (id(model), {''.join(r + ', ' for r in read)})  # every size the choice reads\n"
+            f"    key = (id(model), {''.join(r + ', ' for r in read)})  # the sizes the choice reads\n"
             "    small = _INDUCTOR_CHOICE.get(key)\n"
             "    if small is None:\n"
-            "        small = _INDUCTOR_CHOICE[key] = _inductor_choose(flat, model)\n"
+            "        try:\n            small = _inductor_choose(flat, model)\n"
+            "        except Exception:  # a guard this call cannot evaluate: the first, as traced\n"
+            "            small = False\n"
+            "        _INDUCTOR_CHOICE[key] = small\n"
             f"    if small:\n        return _inductor_call{suffix}(_inductor_args{suffix}(flat, model))\n"
             "    return _inductor_call(_inductor_args(flat, model))\n")
 

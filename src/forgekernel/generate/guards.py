@@ -52,10 +52,12 @@ def read(env: Any, to_arg: Any) -> Guards:
     for sym, sources in env.var_to_sources.items():
         for source in sources:
             try:
-                symbols[str(sym)] = to_arg(source)
-                break
+                arg = to_arg(source)
             except ForgeError:
                 continue
+            if arg.kind != "attr" or _plain_attribute(arg.path):
+                symbols[str(sym)] = arg
+                break
     conditions: list[str] = []
     soft: list[str] = []
     exprs = [g.expr for g in env.guards] + _ranges(env)
@@ -84,6 +86,13 @@ def _off_zero_one(expr: Any) -> bool:
         return False
     bound = int(expr.rhs)
     return bound in {sympy.Ne: (0, 1), sympy.Ge: (1, 2), sympy.Gt: (0, 1)}[type(expr)]
+
+
+def _plain_attribute(path: str) -> bool:
+    """A module attribute the candidate can read back (``conv.groups``), not a closure's cell
+    (``norm.cell_contents``: a value a function of the module closed over) or a dunder."""
+    return all(part.isidentifier() and not part.startswith("_") and part != "cell_contents"
+               for part in path.split("."))
 
 
 def _ranges(env: Any) -> list[Any]:
