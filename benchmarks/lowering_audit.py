@@ -43,12 +43,13 @@ def audit(task_dir: Path) -> dict:
     for wl in [*task.workloads, *hidden_workloads(task, list(task.workloads), large=True, rng=random.Random(0))]:
         inst = instance.build(task, ref, wl, meta=True, seed=0)
         flat = [*inst.param_tensors(), *inst.inputs]
-        if not two:
-            which = "first"
-        elif cand._inductor_fits(flat, inst.model):
-            which = "first"
-        else:
-            which = "second" if cand._inductor_choose(flat, inst.model) else "first-unguarded"
+        try:
+            if not two or cand._inductor_fits(flat, inst.model):
+                which = "first"
+            else:
+                which = "second" if cand._inductor_choose(flat, inst.model) else "first-unguarded"
+        except Exception as exc:  # the candidate runs the first then; say why here
+            which = f"first (guards not evaluable: {type(exc).__name__})"
         kind = "hidden" if wl.hidden else "smoke" if wl.smoke else "full"
         rows.append({"workload": dict(wl.axes), "kind": kind, "runs": which})
     return {"task": task.name, "lowerings": 2 if two else 1, "seconds": round(time.monotonic() - start, 1),
