@@ -289,14 +289,17 @@ def test_element_wise_tails_fused_into_the_convolution_are_correct_at_other_shap
 def test_generated_candidate_passes_the_source_policy(tmp_path):
     import torch
 
+    from forgekernel.generate.inductor import lower_sizes
     from forgekernel.judge import policy
 
     lowered = lower(lambda x: torch.softmax(x * 2, -1).sum(0), [torch.randn(4, 6)])
-    asm = render(lowered, Entry(params=("x",)))
-    (tmp_path / "kernel.py").write_text(asm.text)
-    checked = policy.check_sources(tmp_path, ())
-    assert checked.syntax_error is None and checked.violations == []
-    assert set(asm.kernels) <= {k.removesuffix("_jit") for k in checked.own_kernels}
+    first, second = lower_sizes(lambda x: x.sort(dim=-1)[0][:, :4] * 2, [torch.randn(3, 16)])
+    for asm in (render(lowered, Entry(params=("x",))), render(first, Entry(params=("x",)), small=second)):
+        (tmp_path / "kernel.py").write_text(asm.text)
+        checked = policy.check_sources(tmp_path, ())
+        assert checked.syntax_error is None and checked.violations == []
+        assert set(asm.kernels) <= {k.removesuffix("_jit") for k in checked.own_kernels}
+    assert second is not None and any(k.endswith("_s01") for k in asm.kernels)  # two lowerings
 
 
 def test_kernel_kinds_the_launcher_cannot_drive_are_one_line():
