@@ -1757,3 +1757,18 @@ def test_guards_read_only_what_the_candidate_can_read_back():
     assert [name for name, _ in held.symbols] == ["s1", "s3"]
     text = guards.predicate(held, "fits")
     assert "cell_contents" not in text and "model.get_submodule('conv').groups" in text
+
+
+def test_the_choice_between_lowerings_compiles_without_size_arguments():
+    """A first lowering that takes no size (every size fixed in it) wrote `min((,), ...)`."""
+    from forgekernel.generate.assemble import _dispatch
+    from forgekernel.generate.guards import Guards
+    from forgekernel.generate.inductor import ArgSource, Lowered
+
+    def low(args):
+        return Lowered(code="", args=args, outputs=1, single=True, torch_version="", guards=Guards())
+
+    for args in ((), (ArgSource("size", 0, 1),)):
+        text = _dispatch([(low(args), ""), (low(args), "_s01")])
+        compile(text, "dispatch", "exec")
+        assert ("min((flat[0].size(1), )" in text) == bool(args)

@@ -145,7 +145,7 @@ def _piece(name: str) -> tuple[str, str]:
 def render(lowered: Lowered, entry: Entry, *, title: str = "", small: Lowered | None = None) -> Assembly:
     """The candidate's kernel.py for ``lowered`` with the given entry point; ``small``: the
     same reference lowered with sizes from 0 up (:func:`~forgekernel.generate.inductor.lower`'s
-    ``oblivious``), run where a size ``lowered`` takes as an argument is 0 or 1."""
+    ``oblivious``), run where a call's sizes break ``lowered``'s guards (:func:`_dispatch`)."""
     variants = [(parse(lowered.code), lowered, "")] + ([(parse(small.code, SMALL), small, SMALL)] if small else [])
     wrappers = [w for w, _, _ in variants]
     for w, low, _ in variants:
@@ -362,13 +362,14 @@ def _dispatch(lowerings: list[tuple[Lowered, str]]) -> str:
     if len(lowerings) == 1:
         return "def _inductor_run(flat, model=None):\n    return _inductor_call(_inductor_args(flat, model))\n"
     (first, _), (second, suffix) = lowerings
-    sizes = ", ".join(a.expression("flat") for a in first.args if a.kind == "size")
+    sizes = "".join(a.expression("flat") + ", " for a in first.args if a.kind == "size")
+    tiny = f"min(({sizes}), default=2) < 2" if sizes else "False"
     read = dict.fromkeys([a.expression("flat") for a in first.args if a.kind == "size"]  # a model's
                          + [a.expression("flat") for low in (first, second) for _, a in low.guards.symbols
                             if a.kind == "size"])  # attributes are the same at every call: id(model)
     return (f"_INDUCTOR_CHOICE = {{}}\n\n\ndef _inductor_choose(flat, model):\n"
             f"    if _inductor_fits(flat, model):\n        return False\n"
-            f"    return bool(_inductor_fits{suffix}(flat, model) or min(({sizes},), default=2) < 2)\n\n\n"
+            f"    return bool(_inductor_fits{suffix}(flat, model) or {tiny})\n\n\n"
             "def _inductor_run(flat, model=None):\n"
             f"    key = (id(model), {''.join(r + ', ' for r in read)})  # the sizes the choice reads\n"
             "    small = _INDUCTOR_CHOICE.get(key)\n"
