@@ -45,6 +45,13 @@ def read(env: Any, to_arg: Any) -> Guards:
     ForgeError for one the candidate cannot read, whose guards are then left out)."""
     if env is None:
         return Guards()
+    try:
+        return _read(env, to_arg)
+    except Exception:  # a structure of Dynamo's this reader does not know: no guards, the
+        return Guards()  # candidate then runs its first lowering at every size, as before
+
+
+def _read(env: Any, to_arg: Any) -> Guards:
     from torch.utils._sympy.printers import PythonPrinter
 
     printer = PythonPrinter()
