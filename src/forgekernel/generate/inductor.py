@@ -227,13 +227,15 @@ def lower(fn: Callable[..., Any], example: list[Any], *, arch: int = 90,
 def lower_sizes(fn: Callable[..., Any], example: list[Any], **options: Any) -> tuple[Lowered, Lowered | None]:
     """:func:`lower` as Dynamo traces (sizes from 2 up), and again with ``oblivious`` (sizes
     from 0 up) for the calls whose sizes break the first's guards (a size of 1: hidden
-    workloads put each axis at its minimum); the second is None where it fails, has no time
-    left or is the same code (whose guards, the looser, the first then takes)."""
+    workloads put each axis at its minimum); the second is None where the first has no guard
+    but 0/1 and 32-bit index ones (most references: one lowering, as before), or where the
+    second fails, has no time left or is the same code (whose guards, the looser, the first
+    then takes)."""
     start = time.monotonic()
     lowered = lower(fn, example, **options)
     left = options.pop("limit_s", LOWERING_LIMIT_S) - (time.monotonic() - start)
-    if left < 10:
-        return lowered, None
+    if left < 10 or not any(not c.endswith(" <= 2147483647") for c in lowered.guards.conditions):
+        return lowered, None  # no time left, or nothing but 0/1 and 32-bit index guards to break
     try:
         small = lower(fn, example, **options, limit_s=left, oblivious=True)
     except LoweringError:
