@@ -3,8 +3,9 @@
 For each task dir (converted with `forge new`), the built-in agent's generated candidate is
 made (forgekernel.agents.builtin_generated), and at every visible, smoke and hidden
 workload (hidden ones derived with a fixed seed) its dispatch is evaluated on meta tensors:
-``first`` (the lowering as Dynamo traced it), ``second`` (the one lowered with sizes from 0
-up) or ``first-unguarded`` (no lowering's guards hold: the first runs, as traced). Nothing
+``first`` (the lowering as Dynamo traced it), ``w1``, ``w2``... (lowered at another of the
+task's workloads), ``second`` (the one lowered with sizes from 0 up) or ``first-unguarded``
+(no lowering's guards hold: the first runs, as traced). Nothing
 runs a kernel; CPU only.
 
     python benchmarks/lowering_audit.py --out results.jsonl RUN_DIR_OR_TASK_DIR...
@@ -44,16 +45,23 @@ def audit(task_dir: Path) -> dict:
         inst = instance.build(task, ref, wl, meta=True, seed=0)
         flat = [*inst.param_tensors(), *inst.inputs]
         try:
-            if not two or cand._inductor_fits(flat, inst.model):
-                which = "first"
-            else:
-                which = "second" if cand._inductor_choose(flat, inst.model) else "first-unguarded"
+            which = _which(cand, flat, inst.model) if two else "first"
         except Exception as exc:  # the candidate runs the first then; say why here
             which = f"first (guards not evaluable: {type(exc).__name__})"
         kind = "hidden" if wl.hidden else "smoke" if wl.smoke else "full"
         rows.append({"workload": dict(wl.axes), "kind": kind, "runs": which})
-    return {"task": task.name, "lowerings": 2 if two else 1, "seconds": round(time.monotonic() - start, 1),
+    return {"task": task.name, "lowerings": len(getattr(cand, "_INDUCTOR_VARIANTS", (None,))), "seconds": round(time.monotonic() - start, 1),
             "workloads": rows}
+
+
+def _which(cand, flat, model) -> str:
+    """The lowering the candidate's dispatch takes: "first", "first-unguarded" (no guards
+    hold), "second" (the one for sizes from 0 up) or "w<i>" (lowered at another workload)."""
+    i = cand._inductor_choose(flat, model)
+    if i == 0:
+        return "first" if cand._inductor_fits(flat, model) else "first-unguarded"
+    suffix = cand._INDUCTOR_VARIANTS[i][0].__name__.removeprefix("_inductor_call_")
+    return "second" if suffix == "s01" else suffix
 
 
 def main() -> None:

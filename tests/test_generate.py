@@ -1761,7 +1761,7 @@ def test_guards_read_only_what_the_candidate_can_read_back():
 
 def test_the_choice_between_lowerings_compiles_without_size_arguments():
     """A first lowering that takes no size (every size fixed in it) wrote `min((,), ...)`."""
-    from forgekernel.generate.assemble import _dispatch
+    from forgekernel.generate import dispatch
     from forgekernel.generate.guards import Guards
     from forgekernel.generate.inductor import ArgSource, Lowered
 
@@ -1769,6 +1769,109 @@ def test_the_choice_between_lowerings_compiles_without_size_arguments():
         return Lowered(code="", args=args, outputs=1, single=True, torch_version="", guards=Guards())
 
     for args in ((), (ArgSource("size", 0, 1),)):
-        text = _dispatch([(low(args), ""), (low(args), "_s01")])
+        text = dispatch.render([(low(args), "")], (low(args), "_s01"))
         compile(text, "dispatch", "exec")
         assert ("min((flat[0].size(1), )" in text) == bool(args)
+
+
+CHUNKED = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """A decayed running sum over chunks of the sequence, one Python iteration per chunk."""
+    def __init__(self, chunk_len):
+        super().__init__()
+        self.chunk_len = chunk_len
+
+    def forward(self, x):
+        b, t, d = x.shape
+        c = self.chunk_len
+        n = (t + c - 1) // c
+        x = F.pad(x, (0, 0, 0, n * c - t))
+        state = x.new_zeros(b, d)
+        outs = []
+        for i in range(n):
+            piece = x[:, i * c:(i + 1) * c]
+            outs.append(piece.cumsum(1) + state[:, None])
+            state = 0.5 * state + piece.sum(1)
+        return torch.cat(outs, 1)[:, :t]
+
+
+batch_size = 4
+seqlen = 1000
+dim = 32
+chunk_len = 128
+
+
+def get_inputs():
+    return [torch.randn(batch_size, seqlen, dim)]
+
+
+def get_init_inputs():
+    return [chunk_len]
+'''
+
+
+def test_a_loop_over_chunks_gets_a_lowering_for_each_chunk_count_the_workloads_need(tmp_path):
+    """Dynamo unrolls ``for i in range(n)`` at the traced sequence: the example (a smoke
+    workload of 300 added to the task, doubled) has five chunks of 128, the other smoke
+    workloads one and three, the GPU workload eight. The first lowering's guards fail at each
+    of those; the reference is lowered again at the smoke ones (the GPU one is past the number
+    of lowerings kept), and the candidate passes the CPU judge at every smoke workload and the
+    hidden ones, each running a lowering whose guards hold."""
+    from forgekernel import instance
+    from forgekernel.agents import builtin_generated
+    from forgekernel.generate import examples
+    from forgekernel.task import load_task
+
+    root = _converted(tmp_path, CHUNKED).root
+    toml = Path(root) / "task.toml"
+    toml.write_text(toml.read_text().replace("[judge]", "[[workload]]\nbatch_size = 2\nseqlen = 300\n"
+                                             "dim = 8\nchunk_len = 128\nsmoke = true\n\n[judge]", 1))
+    task = load_task(root)
+    gen = builtin_generated.generate(task)
+    assert "_inductor_call_w1" in gen.text and "_inductor_call_w2" in gen.text, gen.text[:400]
+    verdict = _generate_and_judge(task, tmp_path)  # without the two: WRONG_VALUES at 300
+    assert {w.axes["seqlen"] for w in verdict.workloads if not w.hidden} == {125, 93, 300}
+    module = _load(tmp_path / "work" / "kernel.py")
+    for wl in task.smoke_workloads():
+        inst = instance.build(task, examples.reference_function(task)[1], wl, meta=True, seed=0)
+        flat = [*inst.param_tensors(), *inst.inputs]
+        which = module._inductor_choose(flat, inst.model)
+        fits = module._INDUCTOR_VARIANTS[which][0].__name__.replace("_inductor_call", "_inductor_fits")
+        assert getattr(module, fits)(flat, inst.model), (wl.axes, fits)
+
+
+def test_the_dispatch_takes_the_first_lowering_whose_guards_hold():
+    """Three traced lowerings and one for sizes of 0 or 1: each call runs the first traced one
+    whose guards hold, else the small one where its guards hold or a size is below 2, else the
+    one that breaks fewest guards; the choice is cached per sizes."""
+    from forgekernel.generate import dispatch
+    from forgekernel.generate.guards import Guards
+    from forgekernel.generate.inductor import ArgSource, Lowered
+
+    size = ArgSource("size", 0, 1)
+    low = Lowered(code="", args=(size,), outputs=1, single=True, torch_version="", guards=Guards())
+    text = dispatch.render([(low, ""), (low, "_w1"), (low, "_w2")], (low, "_s01"))
+    scope = {}
+    cases = (("", "n == 8", 3), ("_w1", "n == 3", 2), ("_w2", "n > 20", 1), ("_s01", "n == 0", 2))
+    for suffix, test, broken in cases:  # the guards each lowering breaks where its test fails
+        exec(f"def _inductor_fits{suffix}_misses(flat, model=None):\n    n = flat[0]\n"
+             f"    return 0 if {test} else {broken}\n"
+             f"def _inductor_call{suffix}(args):\n    return '{suffix or 'first'}'\n"
+             f"def _inductor_args{suffix}(flat, model=None):\n    return flat\n", scope)
+    exec(text.replace("flat[0].size(1)", "flat[0]"), scope)
+    run = scope["_inductor_run"]
+    assert [run([n]) for n in (8, 3, 30, 0, 1, 5)] == ["first", "_w1", "_w2", "_s01", "_s01", "_w2"]
+    assert len(scope["_INDUCTOR_CHOICE"]) == 6
+
+
+def _load(path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"cand_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -201,7 +201,7 @@ def generate(task: TaskSpec) -> Generated:
 
 
 def _generate(task: TaskSpec) -> Generated:
-    from forgekernel.generate import assemble, classify, examples
+    from forgekernel.generate import assemble, classify, examples, variants
     from forgekernel.generate.inductor import (
         STATIC_MODULE,
         SYMBOLIC_FLOATS,
@@ -214,7 +214,8 @@ def _generate(task: TaskSpec) -> Generated:
         graph = classify.trace(fn, args)
         dynamo = {"fixed": STATIC_MODULE, "floats": SYMBOLIC_FLOATS}.get(examples.module_variation(task) or "")
         lowered, small = lower_sizes(fn, args, names=names, dynamo=dynamo)
-        asm = assemble.render(lowered, _entry(task), small=small,
+        more = variants.more(task, lowered, small, dynamo=dynamo)
+        asm = assemble.render(lowered, _entry(task), small=small, more=more,
                               title=f"Generated for task {task.name}: {graph.describe()}.")
     except LoweringError as exc:
         raise builtin_ops.unsupported(task, str(exc)) from None

@@ -166,6 +166,12 @@ def _size(task: TaskSpec, wl: Workload) -> int:
     return sum(numel(shape) for shape in _shapes(task, wl))
 
 
+elements = _size
+"""Elements of the inputs (and a KernelBench model's parameters) at a workload."""
+lifted = _lifted
+"""A workload with its sizes of 1 made 2 where the axis allows (tracing fixes a size of 1)."""
+
+
 def draw(spec: TensorSpec, shape: tuple[int, ...], gen: Any) -> Any:
     """A CPU tensor drawn like the judge draws the input (values matter little here)."""
     import torch
@@ -204,16 +210,17 @@ def reference_function(task: TaskSpec) -> tuple[Callable[..., Any], Any]:
     return getattr(module, "run", None), module
 
 
-def flat_example(task: TaskSpec, seed: int = 0,
-                 thorough: bool = True) -> tuple[Callable[..., Any], list[Any], tuple[str, ...]]:
-    """The reference as ``f(*flat)`` and its flat arguments at the example workload, on the
-    CPU: a forge task's inputs; for KernelBench, Model's parameters and buffers (in
-    ``named_parameters()`` then ``named_buffers()`` order) followed by the forward's inputs;
-    and the names of those parameters and buffers (``thorough``: see :func:`example_workload`)."""
+def flat_example(task: TaskSpec, seed: int = 0, thorough: bool = True,
+                 workload: Workload | None = None) -> tuple[Callable[..., Any], list[Any], tuple[str, ...]]:
+    """The reference as ``f(*flat)`` and its flat arguments at the example workload (or at
+    ``workload``), on the CPU: a forge task's inputs; for KernelBench, Model's parameters and
+    buffers (in ``named_parameters()`` then ``named_buffers()`` order) followed by the
+    forward's inputs; and the names of those parameters and buffers (``thorough``: see
+    :func:`example_workload`)."""
     from forgekernel import instance
 
     fn, module = reference_function(task)
-    wl = example_workload(task, thorough)
+    wl = workload or example_workload(task, thorough)
     if task.format != "kernelbench":
         return fn, forge_inputs(task, module, wl, seed), ()
     inst = instance.build(task, module, wl, device="cpu", seed=seed, init_seed=0)

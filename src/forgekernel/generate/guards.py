@@ -121,11 +121,27 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def predicate(guards: Guards, name: str) -> str:
-    """``def name(flat, model=None)``: whether the call's sizes meet every guard but the
-    soft ones."""
-    lines = [f"def {name}(flat, model=None):"]
+    """``def name_misses(flat, model=None)``: how many guards (the soft ones aside) the call's
+    sizes break, one that raises counting as broken; and ``def name(flat, model=None)``:
+    whether they break none. Both read the sizes with the candidate's ``_inductor_failing``
+    (:data:`FAILING`)."""
+    lines = [f"def {name}_misses(flat, model=None):"]
     lines += [f"    {sym} = {arg.expression('flat', 'model')}" for sym, arg in guards.symbols
               if any(_mentions(c, sym) for c in guards.conditions)]
-    body = " and ".join(f"({c})" for c in guards.conditions) or "True"
-    lines.append(f"    return {body}")
+    checks = "".join(f"\n        lambda: ({c})," for c in guards.conditions)
+    lines.append(f"    return _inductor_failing({checks}\n    )" if checks else "    return 0")
+    lines += ["", "", f"def {name}(flat, model=None):", f"    return {name}_misses(flat, model) == 0"]
     return "\n".join(lines) + "\n"
+
+
+FAILING = """def _inductor_failing(*checks):
+    \"\"\"How many of ``checks`` (a lowering's guards) are false or cannot be evaluated.\"\"\"
+    failing = 0
+    for check in checks:
+        try:
+            failing += not check()
+        except Exception:  # a size this call does not have (a division by zero, say)
+            failing += 1
+    return failing
+"""
+"""The helper every generated candidate defines once for its lowerings' guards."""

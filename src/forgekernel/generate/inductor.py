@@ -240,12 +240,12 @@ def lower_sizes(fn: Callable[..., Any], example: list[Any], **options: Any) -> t
         small = lower(fn, example, **options, limit_s=left, oblivious=True)
     except LoweringError:
         return lowered, None
-    if _same_code(small.code, lowered.code):
+    if same_code(small.code, lowered.code):
         return dataclasses.replace(lowered, guards=small.guards), None
     return lowered, small
 
 
-def _same_code(a: str, b: str) -> bool:
+def same_code(a: str, b: str) -> bool:
     """Whether two wrapper modules are the same code, comments aside (Inductor numbers each
     compilation and quotes the graph, strides and all, in comments)."""
     def strip(code: str) -> list[str]:
