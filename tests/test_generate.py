@@ -1856,10 +1856,10 @@ def test_the_dispatch_takes_the_first_lowering_whose_guards_hold():
     low = Lowered(code="", args=(size,), outputs=1, single=True, torch_version="", guards=Guards())
     text = dispatch.render([(low, ""), (low, "_w1"), (low, "_w2")], (low, "_s01"))
     scope = {}
-    cases = (("", "n == 8", 3), ("_w1", "n == 3", 2), ("_w2", "n > 20", 1), ("_s01", "n == 0", 2))
+    cases = (("", "n == 8", (0, 3)), ("_w1", "n == 3", (1, 0)), ("_w2", "n > 20", (0, 1)), ("_s01", "n == 0", (0, 2)))
     for suffix, test, broken in cases:  # the guards each lowering breaks where its test fails
         exec(f"def _inductor_fits{suffix}_misses(flat, model=None):\n    n = flat[0]\n"
-             f"    return 0 if {test} else {broken}\n"
+             f"    return (0, 0) if {test} else {broken}\n"
              f"def _inductor_call{suffix}(args):\n    return '{suffix or 'first'}'\n"
              f"def _inductor_args{suffix}(flat, model=None):\n    return flat\n", scope)
     exec(text.replace("flat[0].size(1)", "flat[0]"), scope)

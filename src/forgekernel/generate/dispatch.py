@@ -6,10 +6,11 @@ break the first's guards (a Python loop whose trip count follows a size is unrol
 traced size); and one lowered with sizes from 0 up (suffix ``_s01``) for calls where a size
 is 0 or 1. Each comes with ``_inductor_fits<suffix>``, its guards as Python
 (:mod:`forgekernel.generate.guards`). A call runs the first traced lowering whose guards hold
-(the 0/1 ones aside), else the ``_s01`` one where its guards hold or a size is 0 or 1, else the one
-whose guards the call breaks fewest of (the first where that ties): guards are conservative,
-many only steer a choice that is right either way, and a lowering traced at a workload like
-the call's breaks few. The choice is made once per shapes and cached.
+(the 0/1 ones aside), else the ``_s01`` one where its guards hold, or its equalities hold and a
+size is 0 or 1, else the one whose guards the call breaks fewest of, equalities (which pin a
+lowering to its example: a loop's trip count) counted first, the first on a tie. Guards are
+conservative: many only steer a choice that is right either way, and a lowering traced at a
+workload like the call's breaks few. The choice is made once per shapes and cached.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ def render(traced: list[tuple[Lowered, str]], small: tuple[Lowered, str] | None 
     lines = ["def _inductor_choose(flat, model):",
              "    misses = [" + "".join(f"_inductor_fits{s}_misses(flat, model), " for _, s in every) + "]",
              "    first = misses[:" + str(len(traced)) + "]",
-             "    if 0 in first:",
-             "        return first.index(0)"]
+             "    if (0, 0) in first:",
+             "        return first.index((0, 0))"]
     if small is not None:
         tiny = f"min(({''.join(s + ', ' for s in sizes)}), default=2) < 2" if sizes else "False"
-        lines.append(f"    if misses[-1] == 0 or {tiny}:\n        return {len(traced)}")
+        lines.append(f"    if misses[-1] == (0, 0) or (misses[-1][0] == 0 and {tiny}):\n"
+                     f"        return {len(traced)}")
     lines.append("    return misses.index(min(misses))  # none holds: the one that breaks fewest")
     variants = "".join(f"(_inductor_call{s}, _inductor_args{s}), " for _, s in every)
     return ("_INDUCTOR_CHOICE = {}\n\n\n" + "\n".join(lines) + "\n\n\n"

@@ -121,16 +121,20 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def predicate(guards: Guards, name: str) -> str:
-    """``def name_misses(flat, model=None)``: how many guards (the soft ones aside) the call's
-    sizes break, one that raises counting as broken; and ``def name(flat, model=None)``:
-    whether they break none. Both read the sizes with the candidate's ``_inductor_failing``
+    """``def name_misses(flat, model=None)``: how many of the guards (the soft ones aside) the
+    call's sizes break, as (equalities, the others), one that raises counting as broken; and
+    ``def name(flat, model=None)``: whether they break none. An equality is what pins a
+    lowering to the example (a loop's trip count, ``n // 64 == 3``); an inequality broken at a
+    size of 1 most often only steers a choice. Both use the candidate's ``_inductor_failing``
     (:data:`FAILING`)."""
     lines = [f"def {name}_misses(flat, model=None):"]
     lines += [f"    {sym} = {arg.expression('flat', 'model')}" for sym, arg in guards.symbols
               if any(_mentions(c, sym) for c in guards.conditions)]
-    checks = "".join(f"\n        lambda: ({c})," for c in guards.conditions)
-    lines.append(f"    return _inductor_failing({checks}\n    )" if checks else "    return 0")
-    lines += ["", "", f"def {name}(flat, model=None):", f"    return {name}_misses(flat, model) == 0"]
+    groups = [[c for c in guards.conditions if (" == " in c) == eq] for eq in (True, False)]
+    calls = ["_inductor_failing(" + "".join(f"\n        lambda: ({c})," for c in group) + "\n    )" if group
+             else "0" for group in groups]
+    lines.append(f"    return ({calls[0]}, {calls[1]})")
+    lines += ["", "", f"def {name}(flat, model=None):", f"    return {name}_misses(flat, model) == (0, 0)"]
     return "\n".join(lines) + "\n"
 
 
