@@ -35,11 +35,13 @@ def more(task: TaskSpec, first: Lowered, small: Lowered | None, **options: Any) 
     """Lowerings at the task's workloads that neither ``first`` nor ``small`` holds for
     (``options``: :func:`~forgekernel.generate.inductor.lower`'s)."""
     start, made = time.monotonic(), []
+    _, module = examples.reference_function(task)
     for wl in _workloads(task):
         left = MORE_LIMIT_S - (time.monotonic() - start)
         if len(made) >= MAX_MORE or left < 10:
             break
-        if any(holds(low, task, wl) for low in (first, *made, *([small] if small else ()))):
+        meta = _meta_arguments(task, module, wl)
+        if any(holds(low, meta) for low in (first, *made, *([small] if small else ()))):
             continue
         if examples.elements(task, wl) > EXAMPLE_ELEMENTS:
             continue
@@ -50,7 +52,7 @@ def more(task: TaskSpec, first: Lowered, small: Lowered | None, **options: Any) 
             continue
         except Exception:  # noqa: BLE001 - the reference at this workload: the first serves it, as traced
             continue
-        if holds(low, task, wl) and not any(same_code(low.code, m.code) for m in (first, *made)):
+        if holds(low, meta) and not any(same_code(low.code, m.code) for m in (first, *made)):
             made.append(low)
     return tuple(made)
 
@@ -66,16 +68,26 @@ def _workloads(task: TaskSpec) -> list[Workload]:
     return out
 
 
-def holds(low: Lowered, task: TaskSpec, wl: Workload) -> bool:
-    """Whether ``low``'s guards (but the 0/1 ones) hold at ``wl`` (evaluated on meta
-    tensors; a guard that cannot be evaluated there does not hold)."""
+def _meta_arguments(task: TaskSpec, module: Any, wl: Workload) -> tuple[list[Any], Any] | None:
+    """The lowered function's flat arguments at ``wl`` on meta tensors, and the model (None
+    where the reference cannot be built there)."""
     from forgekernel import instance
 
+    try:
+        inst = instance.build(task, module, wl, meta=True, seed=0)
+    except Exception:  # noqa: BLE001 - a workload the reference rejects: no lowering holds there
+        return None
+    return [*inst.param_tensors(), *inst.inputs], inst.model
+
+
+def holds(low: Lowered, arguments: tuple[list[Any], Any] | None) -> bool:
+    """Whether ``low``'s guards (but the 0/1 ones) hold for ``arguments`` (from
+    :func:`_meta_arguments`; a guard that cannot be evaluated there does not hold)."""
+    if arguments is None:
+        return False
     scope: dict[str, Any] = {}
     exec(guards.FAILING + guards.predicate(low.guards, "fits"), scope)  # noqa: S102 - forge's own text from Dynamo's guards
     try:
-        _, module = examples.reference_function(task)
-        inst = instance.build(task, module, wl, meta=True, seed=0)
-        return bool(scope["fits"]([*inst.param_tensors(), *inst.inputs], inst.model))
+        return bool(scope["fits"](*arguments))
     except Exception:  # noqa: BLE001 - a size the predicate cannot read at this workload
         return False
