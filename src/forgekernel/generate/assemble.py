@@ -171,9 +171,10 @@ def render(lowered: Lowered, entry: Entry, *, title: str = "", small: Lowered | 
     parts += [code for _, code in split]
     parts.append(_interpret_blocks(pieces))
     parts.append(_externs(externs))
-    parts.append(guards.FAILING)
+    dispatched = len(variants) > 1  # one lowering alone runs whatever its guards say
+    parts.append(guards.FAILING if dispatched else "")
     for w, low, suffix in variants:
-        parts += _variant(w, low, suffix, "conv" in pieces)
+        parts += _variant(w, low, suffix, "conv" in pieces, dispatched)
     parts.append(dispatch.render(traced, (small, SMALL) if small else None))
     parts.append(_entry(entry, lowered))
     text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
@@ -185,8 +186,9 @@ SMALL = "_s01"
 """Suffix of the kernels and functions of the lowering for sizes of 0 or 1."""
 
 
-def _variant(wrapper: Wrapper, lowered: Lowered, suffix: str, conv: bool) -> list[str]:
-    """One lowering's kernels, launchers, ``_inductor_call`` and ``_inductor_args``."""
+def _variant(wrapper: Wrapper, lowered: Lowered, suffix: str, conv: bool, guarded: bool) -> list[str]:
+    """One lowering's kernels, launchers, ``_inductor_call`` and ``_inductor_args`` (and,
+    where ``guarded``, ``_inductor_fits``: its guards, which the dispatch reads)."""
     body, epilogues, fused = fuse.epilogues(wrapper.body, {k.name: k for k in wrapper.kernels}) \
         if conv else (wrapper.body, [], [])
     kernels = [k for k in wrapper.kernels if k.name not in fused]  # the others run as epilogues
@@ -197,7 +199,7 @@ def _variant(wrapper: Wrapper, lowered: Lowered, suffix: str, conv: bool) -> lis
                             for k in kernels))
     parts.append(f"def _inductor_call{suffix}(args):\n" + textwrap.indent(body, "    "))
     parts.append(_arg_builder(lowered, suffix))
-    parts.append(guards.predicate(lowered.guards, f"_inductor_fits{suffix}"))
+    parts.append(guards.predicate(lowered.guards, f"_inductor_fits{suffix}") if guarded else "")
     return parts
 
 
