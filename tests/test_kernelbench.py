@@ -368,10 +368,12 @@ def test_a_constructor_that_reads_values_builds_with_its_weights_on_meta(tmp_pat
     assert [list(o.shape) for o in task.outputs.values()] == [["batch_size", "dim"]]  # the forward ran on meta
 
 
-def test_forge_run_on_the_cpu_refuses_a_problem_without_a_smoke_workload(tmp_path):
+@pytest.mark.parametrize("command", ["run", "new"])
+def test_forge_run_on_the_cpu_refuses_a_problem_without_a_smoke_workload(command, tmp_path):
     """A problem whose smallest set of sizes is over the smoke limits (its image size pinned,
     as KernelBench L3 29's) cannot be judged by the CPU interpreter: one line, a non-zero exit,
-    no run dir (the judge would have nothing to run)."""
+    no run dir (the judge would have nothing to run), from `forge run` and from `forge new`
+    (which `forge bench` calls first)."""
     import os
     import subprocess
     import sys
@@ -385,8 +387,9 @@ def test_forge_run_on_the_cpu_refuses_a_problem_without_a_smoke_workload(tmp_pat
         "def get_inputs():\n    return [torch.randn(batch_size, 3, 512, 512)]\n\n\n"
         "def get_init_inputs():\n    return []\n"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("FK_")}
-    proc = subprocess.run([sys.executable, "-m", "forgekernel.cli", "run", str(src), "--out", str(tmp_path / "run"),
-                           "--delivery", "cpu", "--max-iterations", "1"],
+    extra = ["--max-iterations", "1"] if command == "run" else []
+    proc = subprocess.run([sys.executable, "-m", "forgekernel.cli", command, str(src), "--out", str(tmp_path / "run"),
+                           "--delivery", "cpu", *extra],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in out, out

@@ -125,7 +125,8 @@ def new(
         spec = load_task(task_dir_for(task, Path(scratch), workloads))
         if dry_run:
             return _dry_run(spec, settings, as_json)
-        preflight.check_new(settings, unsafe_no_sandbox=unsafe_no_sandbox)  # before any write
+        delivery_name = preflight.check_new(settings, unsafe_no_sandbox=unsafe_no_sandbox)  # before any write
+        preflight.judgeable(spec, delivery_name)
         check_reference(spec)  # a misbehaving reference is one line, before anything is made
         run_dir = create(Path(spec.root), settings, out)
         typer.echo(str(run_dir))

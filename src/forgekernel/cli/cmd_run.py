@@ -208,6 +208,7 @@ def _create(target: Path, settings: Any, out: Path | None, language: str | None 
             delivery: str = "") -> Path:
     import tempfile
 
+    from forgekernel.cli import preflight
     from forgekernel.cli.cmd_new import task_dir_for
     from forgekernel.refplan import check_reference
     from forgekernel.run import rundir
@@ -216,10 +217,7 @@ def _create(target: Path, settings: Any, out: Path | None, language: str | None 
     with tempfile.TemporaryDirectory(prefix="forge-run-") as scratch:
         task_dir = task_dir_for(target, Path(scratch))  # a KernelBench file is converted first
         task = load_task(task_dir)
-        if delivery == "cpu" and not task.smoke_workloads():
-            raise fail(f"task {task.name} has no smoke workload, and the cpu delivery (the Triton CPU "
-                       "interpreter) judges smoke workloads only (its task.toml says why); run it on a "
-                       "GPU delivery (local, ssh, ray)")
+        preflight.judgeable(task, delivery)
         check_reference(task)  # a misbehaving reference is one line, before anything is made
         root = rundir.create(task_dir, settings, out, languages=_languages(language) or None, gpu=delivery != "cpu")
     typer.echo(f"created run dir {root}")

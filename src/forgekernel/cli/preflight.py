@@ -212,3 +212,12 @@ def check_new(settings: Settings, connect: bool = True, unsafe_no_sandbox: bool 
     name = runner(settings.delivery, settings, settings.gpu, connect=connect)[1]
     sandbox_ready(name, unsafe_no_sandbox)
     return name
+
+
+def judgeable(task: Any, delivery: str) -> None:
+    """A task the delivery can judge: the cpu delivery (the Triton CPU interpreter) judges
+    smoke workloads only, so a task without one stops here, before a run dir exists."""
+    if delivery == "cpu" and not task.smoke_workloads():
+        raise PreflightError(f"task {task.name} has no smoke workload, and the cpu delivery (the Triton "
+                             "CPU interpreter) judges smoke workloads only (its task.toml says why); "
+                             "run it on a GPU delivery (local, ssh, ray)")
