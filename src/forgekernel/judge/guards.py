@@ -2,7 +2,7 @@
 
 * :class:`Harness`: references to the callables of the modules and classes the judge
   relies on (timers, torch, tensors, the judge's own modules), taken before the candidate
-  is imported; :meth:`Harness.changes` lists any that were replaced since.
+  is imported; ``Harness.changes`` lists any that were replaced since.
 * threads: Python threads started by candidate code that are still alive after a call.
 * :func:`mutated_inputs`: inputs whose bits changed during a call.
 * :func:`poison`: fills the allocator's free blocks (sized like the outputs) with a byte
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import sys
 import types
@@ -38,8 +39,9 @@ class Harness:
         self.targets = targets
         self.saved = {name: {k: v for k, v in vars(obj).items() if _tracked(v)}
                       for name, obj in targets.items()}
+        self.changes = functools.partial(Harness._changes, self)  # this check as it was now
 
-    def changes(self) -> list[str]:
+    def _changes(self) -> list[str]:
         """Names that were replaced or removed (and, on classes, added) since the snapshot."""
         out = []
         for name, obj in self.targets.items():
@@ -97,6 +99,9 @@ def harness_targets() -> dict[str, Any]:
     for name, mod in list(sys.modules.items()):
         if name.startswith(("forgekernel.judge.", "forgekernel.profile.")) and mod is not None:
             targets[name] = mod
+            for key, value in list(vars(mod).items()):  # their classes' methods too (a watcher's
+                if isinstance(value, type) and value.__module__ == name:  # check swapped on its class)
+                    targets[f"{name}.{key}"] = value
     return targets
 
 

@@ -67,7 +67,7 @@ def restore(cache_key: str | None, into: Path) -> int:
     if cache_key is None:
         return 0
     src = store() / cache_key
-    files = _files(src) if src.is_dir() else None
+    files = _files(src) if src.is_dir() and not src.is_symlink() else None
     if not files:
         return 0
     for path in files:
@@ -81,8 +81,8 @@ def restore(cache_key: str | None, into: Path) -> int:
 def keep(cache_key: str | None, frm: Path) -> int:
     """Keep the regular files under ``frm`` for the next verdict of ``cache_key``; the number
     kept (0 when there is nothing, too much, or the store cannot be written)."""
-    if cache_key is None or not frm.is_dir():
-        return 0
+    if cache_key is None or frm.is_symlink() or not frm.is_dir():
+        return 0  # a link here (the candidate's doing) would copy a host directory into the store
     files = _files(frm)
     if not files:
         return 0

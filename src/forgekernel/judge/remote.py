@@ -187,7 +187,7 @@ class CandidateProcess:
         with self.session.spent("stage"):
             staged = self._stage(slot, args) if self.session.device == "cuda" else None
         if staged is None:
-            message["inputs"] = wire.put_all(args, self.ex.scratch, prefix + "in")
+            message["inputs"] = self._put(args, prefix + "in")
         else:
             message.update(staged.message)
         reply = self._ask(message, timeout_s, phase="run", where=slot.label, hidden=slot.wl.hidden)
@@ -270,7 +270,7 @@ class CandidateProcess:
         self.calls += 1
         prefix = f"r{self.calls}_"
         message = {"op": "repeat", "key": key, "n": n,
-                   "inputs": wire.put_all(args, self.ex.scratch, prefix + "in")}
+                   "inputs": self._put(args, prefix + "in")}
         start = time.perf_counter()
         self._ask(message, timeout_s, phase="timing", where=slot.label)
         wall = time.perf_counter() - start
@@ -339,6 +339,13 @@ class CandidateProcess:
                           {"kind": "channel"}, fatal=True)
         self._clean(prefix)
         return outs
+
+    def _put(self, args: list[Any], prefix: str) -> list[dict[str, Any]]:
+        try:  # the scratch dir is the executor's: what it leaves at these names is refused
+            return wire.put_all(args, self.ex.scratch, prefix)
+        except (wire.WireError, OSError) as exc:
+            raise Failure(Status.REJECTED, f"the inputs could not be handed over: {exc}",
+                          {"kind": "channel"}, fatal=True) from None
 
     def _clean(self, prefix: str) -> None:
         for path in self.ex.scratch.glob(prefix + "*"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import stat
 import struct
 import time
 from pathlib import Path
@@ -97,8 +98,53 @@ def put(value: Any, root: Path, name: str) -> dict[str, Any]:
         if t.numel() and t.stride(0) != 1:
             t = t.clone(memory_format=torch.contiguous_format)
         data = t.view(torch.uint8).numpy() if t.numel() else b""
-        (root / name).write_bytes(bytes(data))
+        write_new(root, name, bytes(data))
     return describe(value, name)
+
+
+def _dir_fd(root: Path) -> int:
+    return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+
+
+def write_new(root: Path, name: str, data: bytes) -> None:
+    """Write ``root/name`` as a new regular file. The directory is one the executor can write,
+    and nothing of the verifier's stands at that name yet: whatever does (a link to a host
+    file the verifier would otherwise overwrite) is the executor's doing and makes the write
+    fail; nothing is followed or removed."""
+    if "/" in name or name in (".", ".."):
+        raise WireError(f"not a plain file name: {name!r}")
+    dfd = _dir_fd(root)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
+    except FileExistsError:
+        raise WireError(f"{name}: something was put where the inputs are to be written") from None
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def read_regular(root: Path, name: str, nbytes: int) -> bytes:
+    """The ``nbytes`` bytes of the regular file ``root/name``, never through a link (a link
+    there would hand the verifier a host file's bytes)."""
+    dfd = _dir_fd(root)
+    try:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+        except OSError as exc:
+            raise WireError(f"{name}: not a regular file the verifier can read ({exc.strerror})") from None
+    finally:
+        os.close(dfd)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise WireError(f"{name}: not a regular file")
+        if st.st_size != nbytes:
+            raise WireError(f"{name}: {st.st_size} bytes on disk, {nbytes} described")
+        data = fh.read(nbytes + 1)
+    if len(data) != nbytes:
+        raise WireError(f"{name}: {len(data)} bytes read, {nbytes} described")
+    return data
 
 
 def get(desc: dict[str, Any], root: Path, device: str = "cpu", max_bytes: int | None = None) -> Any:
@@ -122,10 +168,7 @@ def get(desc: dict[str, Any], root: Path, device: str = "cpu", max_bytes: int | 
     nbytes = numel * torch.empty((), dtype=tdtype).element_size()
     if max_bytes is not None and nbytes > max_bytes:
         raise WireError(f"a tensor of {nbytes} bytes where at most {max_bytes} were expected")
-    path = root / name
-    if path.stat().st_size != nbytes:
-        raise WireError(f"{name}: {path.stat().st_size} bytes on disk, {nbytes} described")
-    raw = bytearray(path.read_bytes()) if nbytes else bytearray()
+    raw = bytearray(read_regular(root, name, nbytes))
     flat = torch.frombuffer(raw, dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
     t = flat.view(tdtype).reshape(shape) if nbytes else torch.empty(shape, dtype=tdtype)
     return t.to(device) if device != "cpu" else t
