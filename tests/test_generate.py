@@ -1874,3 +1874,16 @@ def _load(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_an_int_read_from_a_list_attribute_maps_to_that_item():
+    """Dynamo asks for ``self.res[l]`` (an int inside a list attribute of a module whose
+    attributes vary between workloads; our operator 187's per-level resolutions) by a
+    GetItemSource on the attribute: the candidate reads that item off the model."""
+    from torch._dynamo.source import AttrSource, GetItemSource, LocalSource
+
+    from forgekernel.generate.inductor import _arg_source
+
+    arg = _arg_source(GetItemSource(AttrSource(LocalSource("model"), "res"), 3))
+    assert arg.kind == "attr" and arg.expression("flat", "m") == "m.res[3]"
+    assert _arg_source(AttrSource(LocalSource("model"), "hop")).expression("flat", "m") == "m.hop"

@@ -218,3 +218,44 @@ def test_a_smoke_size_where_the_reference_gives_nan_is_not_chosen(tmp_path):
     assert smoke and all(w.axes["dim"] >= 512 for w in smoke), smoke
     assert all(w.axes["dim"] ** 2 <= SMOKE_LOOSE * SMOKE_ELEMENTS for w in smoke)
     assert "over the usual" in (root / "task.toml").read_text()
+
+
+HASHED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, log2_size):
+        super().__init__()
+        self.size = 2 ** log2_size
+        self.table = nn.Parameter(torch.randn(self.size, 2))
+
+    def forward(self, ids):
+        return self.table[(ids * 2654435761) & (self.size - 1)].sum(-1)
+
+
+batch = 64
+fields = 8
+log2_size = 22
+
+
+def get_inputs():
+    return [torch.randint(0, 2 ** 20, (batch, fields))]
+
+
+def get_init_inputs():
+    return [log2_size]
+'''
+
+
+def test_a_table_sized_by_an_exponent_is_scaled_down_to_the_floor(tmp_path):
+    """A hash table of 2 ** log2_size rows (our operator 187, Instant-NGP's): the table is 128
+    times the smoke limit, so the search divides by four at a step, and 22 / 4 is under the
+    smallest size a promoted constant takes (8); such a step now lands on the floor itself
+    instead of being skipped, which had left the problem without a smoke workload."""
+    src = tmp_path / "hashed.py"
+    src.write_text(HASHED)
+    task = load_task(convert(src, tmp_path / "t"))
+    smoke = task.smoke_workloads()
+    assert smoke and all(8 <= w.axes["log2_size"] < 22 for w in smoke), [w.axes for w in smoke]
+    assert all(2 ** w.axes["log2_size"] * 2 <= SMOKE_ELEMENTS for w in smoke)

@@ -354,6 +354,11 @@ def _arg_source(source: Any, names: tuple[str, ...] = ()) -> ArgSource:
     if isinstance(member, str) and not member.startswith("_"):
         owner = _module_path(source.base)
         return ArgSource("attr", -1, path=f"{owner}.{member}" if owner else member)
+    listed = getattr(getattr(source, "base", None), "member", None)  # self.res[l]: an int of a list
+    if isinstance(listed, str) and not listed.startswith("_") and type(getattr(source, "index", None)) is int:
+        owner = _module_path(source.base.base)
+        path = f"{listed}{TUPLE_ITEM}{source.index}"
+        return ArgSource("attr", -1, path=f"{owner}.{path}" if owner else path)
     return ArgSource("value", _flat_index(source, names))
 
 
