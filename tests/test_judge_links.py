@@ -1,6 +1,7 @@
-"""The verifier works in a directory the executor can write: it never follows what the
-executor leaves there (links, FIFOs), and its own checks cannot be switched off through the
-classes of the judge's modules."""
+"""What an outside review of the CPU judge found: the verifier works in a directory the
+executor can write and must never follow what the executor leaves there (links, FIFOs);
+the executor's own checks must not be switched off through the classes of the judge's
+modules; a network call through ctypes is an attempt like one through socket."""
 
 import os
 
@@ -68,3 +69,17 @@ def test_a_method_swapped_on_a_judge_class_is_a_change(monkeypatch):
     monkeypatch.setattr(watch.Attempts, "note", lambda self, what: None)
     monkeypatch.setattr(guards.Harness, "_changes", lambda self: [])  # the check itself: kept as it was
     assert "forgekernel.judge.watch.Attempts.note" in harness.changes()
+
+
+def test_a_network_call_looked_up_through_ctypes_is_an_attempt(tmp_path):
+    """libc's connect reached through ctypes (or numpy's alias of it) raises none of socket's
+    audit events; its lookup does (in a subprocess: the hook cannot be removed again)."""
+    import subprocess
+    import sys
+
+    code = ("import ctypes\nfrom forgekernel.judge import watch\n"
+            f"a = watch.install({str(tmp_path)!r})\n"
+            "libc = ctypes.CDLL(None)\nlibc.memcpy\nprint(len(a.seen))\nlibc.connect\nprint(a.seen[-1])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "0" and "connect through ctypes" in lines[1], out.stdout + out.stderr

@@ -18,6 +18,9 @@ from typing import Any
 
 CREDENTIAL = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|SESSION)|"
                         r"^(AWS|ANTHROPIC|OPENAI|GOOGLE|AZURE|HF|HUGGING|GITHUB|GH|SSH)_", re.I)
+_NETWORK_SYMBOLS = frozenset({"socket", "connect", "bind", "sendto", "sendmsg", "getaddrinfo"})
+"""C functions a kernel has no use for; looked up through ctypes, they bypass socket's own
+audit events."""
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
@@ -35,6 +38,8 @@ class Attempts:
     def hook(self, event: str, args: tuple[Any, ...]) -> None:
         if event in ("socket.connect", "socket.sendto", "socket.bind"):
             self.note(f"opened a network connection ({event}, {str(args[1:2])[:80]})")
+        elif event == "ctypes.dlsym" and len(args) >= 2 and str(args[1]) in _NETWORK_SYMBOLS:
+            self.note(f"looked up the C library's {args[1]} through ctypes (a network connection)")
         elif event == "open" and len(args) >= 3 and _writes(args[1], args[2]):
             path = args[0]
             if isinstance(path, (str, bytes)) and not self._inside(os.fsdecode(path)):
