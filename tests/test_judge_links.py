@@ -21,7 +21,7 @@ def test_the_verifier_does_not_write_its_inputs_through_a_link(tmp_path):
     os.symlink(host / "new.bin", scratch / "c2_in1.bin")  # dangling: would create a host file
     x = torch.arange(6, dtype=torch.float32)
     for name in ("c2_in0.bin", "c2_in1.bin"):
-        with pytest.raises(wire.WireError, match="something was put where the inputs are to be written"):
+        with pytest.raises(wire.WireError, match="something already stands where this file is to be written"):
             wire.put(x, scratch, name)
     assert victim.read_text() == "ORIGINAL" and not (host / "new.bin").exists()
     desc = wire.put(x, scratch, "c3_in0.bin")  # a free name is written as a plain file

@@ -313,9 +313,13 @@ def smoke(look: Look, base: Probe, axes: list[Axis], loose: int = 1) -> tuple[di
         found = []
         for a in sizes:
             name = a.const.axis
+            tried: set[int] = set()
             for nv in _steps_down(cur[name], a.multiple_of, 4 if _score(p) > 64 else 2):
                 if a.smoke_scaled and nv < SMOKE_MIN_SIZE and not aim:  # too far in one step
                     nv = -(-SMOKE_MIN_SIZE // a.multiple_of) * a.multiple_of
+                if nv in tried:  # both steps clamped to the floor: probed once
+                    continue
+                tried.add(nv)
                 if nv >= cur[name] or (aim and nv < floor) or (a.smoke_scaled and nv < SMOKE_MIN_SIZE):
                     continue
                 q = look(overrides(axes, {**cur, name: nv}))

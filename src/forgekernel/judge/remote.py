@@ -343,7 +343,7 @@ class CandidateProcess:
     def _put(self, args: list[Any], prefix: str) -> list[dict[str, Any]]:
         try:  # the scratch dir is the executor's: what it leaves at these names is refused
             return wire.put_all(args, self.ex.scratch, prefix)
-        except (wire.WireError, OSError) as exc:
+        except wire.WireError as exc:  # not an OSError of the verifier's own (a full disk)
             raise Failure(Status.REJECTED, f"the inputs could not be handed over: {exc}",
                           {"kind": "channel"}, fatal=True) from None
 

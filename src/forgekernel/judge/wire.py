@@ -108,16 +108,16 @@ def _dir_fd(root: Path) -> int:
 
 def write_new(root: Path, name: str, data: bytes) -> None:
     """Write ``root/name`` as a new regular file. The directory is one the executor can write,
-    and nothing of the verifier's stands at that name yet: whatever does (a link to a host
-    file the verifier would otherwise overwrite) is the executor's doing and makes the write
-    fail; nothing is followed or removed."""
+    and nothing of the writer's stands at that name yet: whatever does (a link to a host file
+    the verifier would otherwise overwrite) is the candidate's doing and makes the write fail;
+    nothing is followed or removed."""
     if "/" in name or name in (".", ".."):
         raise WireError(f"not a plain file name: {name!r}")
     dfd = _dir_fd(root)
     try:
         fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
     except FileExistsError:
-        raise WireError(f"{name}: something was put where the inputs are to be written") from None
+        raise WireError(f"{name}: something already stands where this file is to be written") from None
     finally:
         os.close(dfd)
     with os.fdopen(fd, "wb") as fh:
