@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One device call for the judge (issue 15) and the LLM profile tool (issue 19), in order:
+#  0. `forge judge` wall time of the built-in RMSNorm kernel, VT_REPEAT fresh runs (0: skipped);
 #  1. verdict wall time and its phases, solo: every correct fixture and the GPU-only cheats;
 #  2. the cheats the last sessions did not reach on the GPU (CHEATS), two processes at once
 #     (their wall times are inflated by the sharing; only their verdicts matter), beside the
-#     scripted-model `forge run` calling the profile tool (benchmarks/gpu_llm_profile.py);
+#     scripted-model `forge run` calling the profile tool (benchmarks/gpu_llm_profile.py; LLM=0
+#     leaves it out);
 #  3. a short `forge run rmsnorm` with the built-in agent, solo: attempt vs confirmation.
 # Run there as: source scripts/gpu_env.sh && COMMIT=sha bash benchmarks/gpu_judge_session.sh
 set -uo pipefail
@@ -15,6 +17,13 @@ CHEATS=${CHEATS:-rmsnorm_relabelled_caller,rmsnorm_slow_reference_signal,rmsnorm
 mkdir -p "$OUT"
 step() { echo "=== $* ($(date +%T))"; }
 
+if [ "${VT_REPEAT:-3}" -gt 0 ]; then
+  step "0. forge judge tasks/rmsnorm kernels/rmsnorm, ${VT_REPEAT:-3} fresh runs"
+  timeout -s KILL 120 python3 benchmarks/verdict_time.py --task tasks/rmsnorm --kernel kernels/rmsnorm \
+    --repeat "${VT_REPEAT:-3}" --out "$OUT/vt" --commit "$COMMIT" --delivery local > "$OUT/vt.log" 2>&1
+  tail -6 "$OUT/vt.log"
+fi
+
 step "1. every correct fixture and the GPU-only cheats, solo"
 timeout -s KILL 250 python3 benchmarks/gpu_judge.py --out "$OUT/correct" --commit "$COMMIT" --quick \
   --budget-s 220 --verdict-timeout-s 60 > "$OUT/correct.log" 2>&1
@@ -25,10 +34,12 @@ for i in 0 1; do
   timeout -s KILL 230 python3 benchmarks/gpu_judge.py --out "$OUT/cheats$i" --commit "$COMMIT" --cheats \
     --only "$CHEATS" --scan-off --shard "$i/2" --budget-s 210 --verdict-timeout-s 90 > "$OUT/cheats$i.log" 2>&1 &
 done
-timeout -s KILL 230 python3 benchmarks/gpu_llm_profile.py --out "$OUT/llm" --commit "$COMMIT" > "$OUT/llm.log" 2>&1 &
+if [ "${LLM:-1}" = 1 ]; then
+  timeout -s KILL 230 python3 benchmarks/gpu_llm_profile.py --out "$OUT/llm" --commit "$COMMIT" > "$OUT/llm.log" 2>&1 &
+fi
 wait
 tail -14 "$OUT/cheats0.log" "$OUT/cheats1.log"
-head -40 "$OUT/llm.log"
+[ -f "$OUT/llm.log" ] && head -40 "$OUT/llm.log"
 
 step "3. forge run rmsnorm (built-in agent), solo"
 WORK=/tmp/forge_engine TASKS=rmsnorm ITER=${ITER:-3} MINUTES=${MINUTES:-2.5} RUN_TIMEOUT=${RUN_TIMEOUT:-170} \
