@@ -8,7 +8,7 @@
 # $OUT/bench.tgz, which a later call on a fresh machine can unpack into BENCH to resume.
 # COMMIT (required) is the commit of the working tree sent to the machine (its git copy may
 # be older); it goes with the device, date and versions into $OUT/meta.json.
-# SHARE=GiB: judgements under that estimated footprint check correctness beside each other
+# ITER=N: attempts per problem (default 1). SHARE=GiB: judgements under that estimated footprint check correctness beside each other
 # (forge bench --share-gpu); timing always has the GPU alone.
 set -uo pipefail
 : "${COMMIT:?set COMMIT=<sha of the working tree>}"
@@ -26,7 +26,7 @@ else
   if [ -n "${PROBLEMS:-}" ]; then read -ra args <<< "$PROBLEMS"; else
     args=(.kb/level1 .kb/level2 --sample "${SAMPLE:-30}" --seed "${SEED:-0}"); fi
   args+=(--out "$BENCH" --delivery local
-        --max-iterations 1 --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}" --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}"
+        --max-iterations "${ITER:-1}" --max-minutes "${MINUTES:-6}" --jobs "${JOBS:-6}" --gpus "${GPUS:-$(nvidia-smi -L | wc -l)}"
         ${SHARE:+--share-gpu "$SHARE"})
 fi
 start=$(date +%s)
