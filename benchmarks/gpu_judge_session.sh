@@ -38,7 +38,7 @@ if [ "${LLM:-1}" = 1 ]; then
   timeout -s KILL 230 python3 benchmarks/gpu_llm_profile.py --out "$OUT/llm" --commit "$COMMIT" > "$OUT/llm.log" 2>&1 &
 fi
 wait
-tail -14 "$OUT/cheats0.log" "$OUT/cheats1.log"
+tail -n 14 "$OUT/cheats0.log" "$OUT/cheats1.log"
 [ -f "$OUT/llm.log" ] && head -40 "$OUT/llm.log"
 
 step "3. forge run rmsnorm (built-in agent), solo"
