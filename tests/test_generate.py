@@ -88,6 +88,27 @@ def test_the_fused_tail_knob_is_searched_only_where_a_tail_is_fused():
     assert fused.count(("RT_FUSE_TAIL",)) == 1 and ("CONV_DIRECT_BLOCK", "CONV_DIRECT_WARPS") in fused
 
 
+def test_whose_convolution_runs_is_the_first_row_searched_when_the_library_may_run_it():
+    """A candidate that may leave its convolution to the library (CONV_LIBRARY in play) sweeps
+    that choice before any kernel's launch shape, whatever order its kernels come in (a
+    reduction before the convolution, as in KernelBench L2 36, used to be tuned first); one
+    that may not has no such row."""
+    from forgekernel.agents.builtin_generated import Generated, _template, tuning_groups
+
+    text = ("# --- knobs ---\nRT_RED_RBLOCK = 2048\nRT_RED_TILE = 4096\nRT_RED_WARPS = 8\n"
+            "RT_PW_BLOCK = 1024\nRT_PW_WARPS = 4\nCONV_BLOCK_M = 128\nCONV_BLOCK_N = 64\n"
+            "CONV_LIBRARY = 1\n# --- end ---\n")
+
+    def groups(library: bool) -> list:
+        return tuning_groups(Generated(text, (), (), ("reduction", "pointwise", "conv"), _template(text), "", 3,
+                                       conv_library=library))
+
+    mixed = groups(True)
+    assert mixed[0] == ("CONV_LIBRARY",), mixed
+    assert mixed.index(("RT_RED_RBLOCK", "RT_RED_TILE")) < mixed.index(("CONV_BLOCK_M", "CONV_BLOCK_N")), mixed
+    assert ("CONV_LIBRARY",) not in groups(False)
+
+
 def _check(*cases: str) -> list[dict]:
     env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""}
     proc = subprocess.run([sys.executable, str(CHECK), *cases], capture_output=True, text=True,

@@ -303,13 +303,18 @@ def render(task: TaskSpec, knobs: dict[str, Any]) -> str:
 
 
 def tuning_groups(gen: Generated) -> list[tuple[str, ...]]:
-    """The knob groups worth a tuning row for this candidate, in order."""
+    """The knob groups worth a tuning row for this candidate, in order. Where the convolution
+    may be the library's, whose convolution runs (the library's, in the reference's layout or
+    channels-last, or forge's own) is tried first, before any kernel's launch shape: it can
+    move the time by several times where a block size moves it by per cent (KernelBench L2 78 on
+    an H200, benchmarks/results/kernelbench_h200_2026-12-07_sample30_partial/)."""
     have = {k.name for k in gen.template.knobs}
     if "_rt_conv_tail(" not in gen.text:  # no tail fused into a convolution: nothing to move
         have.discard("RT_FUSE_TAIL")
     if not gen.conv_library:  # the task leaves no convolution to the library
         have.discard("CONV_LIBRARY")
     groups = [g for kind in gen.kinds for g in KNOB_GROUPS.get(kind, ()) if set(g) <= have]
+    groups.sort(key=lambda g: g != ("CONV_LIBRARY",))  # stable: the rest keep their order
     return list(dict.fromkeys(groups))  # once, though both convolution kernels run
 
 
