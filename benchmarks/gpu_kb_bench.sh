@@ -8,7 +8,8 @@
 # $OUT/bench.tgz, which a later call on a fresh machine can unpack into BENCH to resume.
 # COMMIT (required) is the commit of the working tree sent to the machine (its git copy may
 # be older); it goes with the device, date and versions into $OUT/meta.json.
-# ITER=N: attempts per problem (default 1). SHARE=GiB: judgements under that estimated footprint check correctness beside each other
+# ITER=N: attempts per problem (default 1).
+# SHARE=GiB: judgements under that estimated footprint check correctness beside each other
 # (forge bench --share-gpu); timing always has the GPU alone.
 set -uo pipefail
 : "${COMMIT:?set COMMIT=<sha of the working tree>}"
