@@ -15,6 +15,8 @@ set -uo pipefail
 TASKS=${TASKS:-"layernorm softmax rope cross_entropy"}
 ITER=${ITER:-6}
 MINUTES=${MINUTES:-2}
+# a run stops at the task's target speedup over eager; the retune wants the whole budget searched
+TARGET=${TARGET:-1000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-150}
 COMPARE_TIMEOUT=${COMPARE_TIMEOUT:-90}
 DELIVERY=${DELIVERY:-local}
@@ -26,7 +28,7 @@ for t in $TASKS; do
   echo "=== forge run tasks/$t ($DELIVERY, <= $ITER attempts, <= $MINUTES min)"
   start=$(date +%s)
   timeout -s KILL "$RUN_TIMEOUT" python3 -m forgekernel.cli run "tasks/$t" --out "$WORK/$t" --delivery "$DELIVERY" \
-    --agent builtin --max-iterations "$ITER" --max-minutes "$MINUTES" > "$WORK/$t.run.log" 2>&1
+    --agent builtin --max-iterations "$ITER" --max-minutes "$MINUTES" --target "$TARGET" > "$WORK/$t.run.log" 2>&1
   echo "exit $? after $(( $(date +%s) - start )) s"
   grep -E "^(best|target)" "$WORK/$t.run.log" || tail -n 3 "$WORK/$t.run.log"
   kernels=("kernels/$t/kernel.py")
