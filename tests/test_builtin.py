@@ -131,6 +131,27 @@ def test_replan_with_high_sol_keeps_structure_and_drops_stalled_row():
     assert curriculum.check(cur) == []
 
 
+def test_replan_tries_another_structure_when_the_best_is_searched_out_at_high_sol():
+    """Every rownorm_row point judged, the best at 96% SOL but the target unmet: the re-plan
+    moves to the next structure instead of stopping (an H100 layernorm run stopped there)."""
+    profiles = _gpu_profiles("layernorm", 7.5, 9)
+    first = _plan("layernorm", profiles=profiles).curriculum
+    tpl = templates.template("rownorm_row")
+    assert first.milestones[0].rows[0].params["template"] == tpl.name
+    history = tuple(_note(i, "M0.1" if i == 1 else "M1.1", templates.complete(tpl, {"NUM_WARPS": w}),
+                          16.5 - i / 10) for i, w in enumerate(tpl.knob("NUM_WARPS").space, 1))
+    task, src = _task("layernorm")
+    best = {"speedup": 16.4, "workloads": [{"sol_pct": 96.0}, {"sol_pct": 95.5}]}
+    ctx = ArchitectContext(task=task, reference_source=src, current=first, reason="rows exhausted",
+                           history=history, best=best, profiles=profiles)
+    cur = make_architect().plan(ctx).curriculum
+    m0 = cur.milestones[0]
+    assert m0.status == "open" and m0.rows[-1].status == "open"
+    assert m0.rows[-1].params["template"] in ("rownorm_multirow", "rownorm_looped")
+    assert "every point near the best rownorm_row tried" in cur.reason
+    assert "nothing left to try" not in cur.reason and curriculum.check(cur) == []
+
+
 def test_replan_when_everything_is_exhausted_says_so():
     task, src = _task("rope")
     cur = _plan("rope").curriculum

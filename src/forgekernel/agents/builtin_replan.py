@@ -9,8 +9,10 @@ Rules, in order:
    that structure and a tuning milestone for it is appended; open rows of structures that
    are neither the best nor the new one are dropped;
 3. otherwise, with no open row left, a joint refinement around the best point is appended
-   when it still has untried neighbours; on a stall with rows still open, the stalled row
-   (the first open one) is dropped;
+   when it still has untried neighbours, else (the best structure searched out, the target
+   still unmet) M0 is re-opened with the next untried structure as in rule 2, whatever the
+   %SOL: a high %SOL of the best does not say another structure cannot beat it (a peer may);
+   on a stall with rows still open, the stalled row (the first open one) is dropped;
 4. milestones left without an open row and not passed are abandoned, so the engine moves
    on; when nothing is open anywhere the reason says there is nothing left to try.
 """
@@ -121,6 +123,10 @@ def revise(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
         if refined is not None:
             cur = refined
             notes.append(f"refining around the best point {top.config.key()}")
+        elif untried:  # the best structure is searched out and the target still unmet
+            cur = _restructure(cur, ctx, match, untried[0], top.config.template if top else None)
+            notes.append(f"re-opened M0: every point near the best {top.config.template if top else 'none'}"
+                         f" tried below the target; trying {untried[0].name}")
     elif "stall" in ctx.reason.lower():
         first = next(r for r in _rows(cur) if r.status == "open")
         cur = _drop_rows(cur, lambda r: r.id != first.id)
