@@ -9,9 +9,10 @@ forge compare's method (forgekernel.compare.timing: L2 flush, spin lead, events 
 medians over interleaved rounds), each variant's output checked against an fp64 product first:
 
 * cublas_fp32 / cublas_tf32: torch.mm with TF32 off / on;
-* forge_tf32: forge's library mm as generated (the row-major B copied K-major, split K);
-* forge_tf32_nocopy: the same without the K-major copy (Triton feeds the K-strided B);
-* forge_tf32_nosplit: the copy, no split along K (4 programs at L1 6);
+* forge_tf32: forge's library mm as generated (its rule for the K-major copy, split K);
+* forge_tf32_copy: the row-major B always copied K-major first (the rule at L1 6 until 2026-12-07);
+* forge_tf32_nocopy: never copied (Triton feeds the K-strided B);
+* forge_tf32_nosplit: as generated, no split along K (4 programs at L1 6);
 * forge_ieee: full-precision products (GEMM_ALLOW_TF32 = 0, no copy);
 * forge_tf32_kmajor_in: B handed over K-major already (the GEMM alone, no copy);
 * copy_kmajor: the K-major copy alone (``B.transpose(-1, -2).contiguous()``).
@@ -67,6 +68,7 @@ def variants(a, b) -> dict:
     b_k = b.transpose(-1, -2).contiguous().transpose(-1, -2)  # same values, K-major
     out = {
         "forge_tf32": _with({"GEMM_ALLOW_TF32": 1}, lambda: gemm.mm(a, b)),
+        "forge_tf32_copy": _with({"GEMM_ALLOW_TF32": 1, "_gemm_kmajor_min": 1}, lambda: gemm.mm(a, b)),
         "forge_tf32_nocopy": _with({"GEMM_ALLOW_TF32": 1, "_gemm_kmajor_min": 1 << 62}, lambda: gemm.mm(a, b)),
         "forge_tf32_nosplit": _with({"GEMM_ALLOW_TF32": 1, "_gemm_split_min_steps": 1 << 62}, lambda: gemm.mm(a, b)),
         "forge_ieee": _with({"GEMM_ALLOW_TF32": 0}, lambda: gemm.mm(a, b)),

@@ -24,7 +24,7 @@ Public API (the aten ops' semantics, as Inductor's wrapper calls them):
 ``beta == 0`` ignores the bias entirely (NaNs in it included), as aten does.
 
 For fp32 with tf32 on a GPU, an operand that is not K-major (a column-major A, a row-major
-B) is copied K-major first when the product is large (the other side >= 128): Hopper's tf32
+B) is copied K-major first when the product is large (the other side >= 1024): Hopper's tf32
 tensor cores read K-major tiles only and Triton feeds them several times slower otherwise.
 
 Knobs (header below): GEMM_BLOCK_M/N/K are the tile sizes for large shapes (each clamps to
@@ -53,7 +53,8 @@ _gemm_grid_y_max = 65535  # CUDA's limit on grid axis 1
 # Under the CPU interpreter a tile op costs one NumPy call whatever its size: larger tiles
 # there (same code and masks), fewer programs and steps.
 _gemm_cpu_blocks = (512, 256, 128)
-_gemm_kmajor_min = 128  # tf32: copy an operand K-major when the other side spans this many
+# tf32: copy an operand K-major when the other side spans this many (see _gemm_kmajor)
+_gemm_kmajor_min = 1024
 # Split-K: a 2-D product whose output tiles fill under half the SMs is cut along K into
 # slices of at least _gemm_split_min_steps BLOCK_K steps, up to about two programs per SM;
 # the slices' fp32 partial products are summed by a second kernel (deterministic, no atomics).
@@ -200,7 +201,15 @@ def _gemm_kmajor(a, b, m, n):
     """tf32 tensor cores on Hopper read both operands K-major from shared memory; Triton
     feeds a K-strided operand several times slower, so such an operand is copied K-major
     first when the product is large enough to repay the copy (measured on the H200, 4096^3
-    fp32 with a row-major B: 2.85 ms -> 0.95 ms, the copy included)."""
+    fp32 with a row-major B: 2.85 ms -> 0.95 ms, the copy included).
+
+    The copy costs a transposing pass over the operand (its bytes read and written, at a
+    fraction of the bandwidth); the slow feed costs time in proportion to the flops, that is
+    to the other side's length per operand element. With the feed 3-4x slower at ~400 TFLOP/s
+    and the copy at ~1 TB/s, the copy pays once the other side spans about 500-800: hence
+    _gemm_kmajor_min = 1024. At 128 (the rule before) KernelBench L1 6 (256 x 256 over
+    K = 524288) copied a 512 MB B for a 69 GFLOP product and ran 4.84 ms against cuBLAS's
+    1.30 ms on an H100; benchmarks/gpu_gemm_large_k.py times both rules (not yet run)."""
     if a.dtype != torch.float32 or not GEMM_ALLOW_TF32 or a.device.type != "cuda":
         return a, b
     if a.stride(-1) != 1 and n >= _gemm_kmajor_min:
