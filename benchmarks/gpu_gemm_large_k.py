@@ -4,7 +4,8 @@
     TRITON_INTERPRET=1 python3 benchmarks/gpu_gemm_large_k.py --out /tmp/glk --smoke   # CPU dry run
 
 On 2026-12-07 (H100, ../results/kernelbench_h100_2026-12-07_rest16/) the generated candidate
-took 4.84 ms against cuBLAS's fp32 1.30 ms. Before changing anything, this times the pieces with
+took 4.84 ms against cuBLAS's fp32 1.30 ms. Commit 560c6ca raised the K-major copy's threshold
+from a cost model (gemm._gemm_kmajor); this times both rules and the other pieces with
 forge compare's method (forgekernel.compare.timing: L2 flush, spin lead, events around one call,
 medians over interleaved rounds), each variant's output checked against an fp64 product first:
 

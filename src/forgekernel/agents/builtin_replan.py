@@ -110,8 +110,8 @@ def revise(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
     notes = [f"dropped exhausted rows {', '.join(dropped)}"] if dropped else []
     low = plan.lowest_sizable_sol(ctx.best)
     lagging = low is not None and low[0] < plan.RESTRUCTURE_WORKLOAD_BELOW[f.bound]
+    best_name = top.config.template if top else None
     if untried and (sol is None or sol < plan.RESTRUCTURE_BELOW[f.bound] or lagging):
-        best_name = top.config.template if top else None
         cur = _restructure(cur, ctx, match, untried[0], best_name)
         capped = f"{sol:.0f}% SOL" if sol is not None else "unknown %SOL"
         if lagging and low is not None:
@@ -119,14 +119,14 @@ def revise(ctx: ArchitectContext, match: OpMatch) -> tuple[Curriculum, str]:
             capped += f", {low[0]:.0f}% at {shape}"
         notes.append(f"re-opened M0: best {best_name or 'none'} at {capped}; trying {untried[0].name}")
     elif not any(r.status == "open" for r in _rows(cur)):
-        refined = _refine(cur, ctx, match, templates.template(top.config.template)) if top else None
+        refined = _refine(cur, ctx, match, templates.template(best_name)) if top else None
         if refined is not None:
             cur = refined
             notes.append(f"refining around the best point {top.config.key()}")
         elif untried:  # the best structure is searched out and the target still unmet
-            cur = _restructure(cur, ctx, match, untried[0], top.config.template if top else None)
-            notes.append(f"re-opened M0: every point near the best {top.config.template if top else 'none'}"
-                         f" tried below the target; trying {untried[0].name}")
+            cur = _restructure(cur, ctx, match, untried[0], best_name)
+            notes.append(f"re-opened M0: every point near the best {best_name or 'none'} tried below"
+                         f" the target; trying {untried[0].name}")
     elif "stall" in ctx.reason.lower():
         first = next(r for r in _rows(cur) if r.status == "open")
         cur = _drop_rows(cur, lambda r: r.id != first.id)
